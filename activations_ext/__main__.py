@@ -1,0 +1,110 @@
+"""The main job: environment, a correctness check of every op on every device, and a short benchmark.
+
+Run it with ``python -m activations_ext``; it exits non-zero if any check fails.
+"""
+
+import platform
+import sys
+
+import torch
+
+import activations_ext
+from activations_ext.timing import median_seconds, per_call_seconds
+
+ALPHA = 1.6732632423543772848170429916717
+SCALE = 1.0507009873554804934193349852946
+DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+TOLERANCE = {torch.float64: 1e-14, torch.float32: 3e-7, torch.float16: 1e-3, torch.bfloat16: 8e-3}
+
+
+def devices() -> list[torch.device]:
+    """The CPU and, when visible, the current CUDA device."""
+    return [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
+
+
+def print_environment() -> None:
+    """Versions, devices, and which kernels the extension holds."""
+    built = [key for key in ("CPU", "CUDA") if torch._C._dispatch_has_kernel_for_dispatch_key("act::selu", key)]
+    print(
+        f"activations_ext {activations_ext.__version__}, torch {torch.__version__} (CUDA {torch.version.cuda}), "
+        f"Python {platform.python_version()}"
+    )
+    print(f"kernels built: {', '.join(built)}")
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        print(f"GPU: {props.name}, {props.multi_processor_count} SMs, {props.total_memory / 2**30:.0f} GiB")
+    else:
+        print("GPU: none visible")
+
+
+def check_ops() -> bool:
+    """Every op and dtype on every device against a float64 reference; prints one line per device."""
+    ok = True
+    for device in devices():
+        failed: list[str] = []
+        checked = 0
+        for dtype in DTYPES:
+            x64 = torch.randn(4099, dtype=torch.float64, generator=torch.Generator().manual_seed(0)) * 4
+            x = x64.to(dtype=dtype, device=device)
+            xr = x.double().cpu()
+            selu_ref = torch.where(xr > 0, SCALE * xr, SCALE * ALPHA * torch.expm1(xr))
+            relu_ref = xr.clamp_min(0)
+            g = torch.rand_like(x) + 0.5
+            cases = {
+                "selu": (torch.ops.act.selu(x), selu_ref),
+                "relu": (torch.ops.act.relu(x), relu_ref),
+                "selu_": (torch.ops.act.selu_(x.clone()), selu_ref),
+                "relu.out": (torch.ops.act.relu(x, out=torch.full_like(x, float("nan"))), relu_ref),
+                "selu_backward": (torch.ops.act.selu_backward(g, x.abs()), g.double().cpu() * SCALE),
+                "relu_backward": (torch.ops.act.relu_backward(g, -x.abs()), torch.zeros_like(xr)),
+            }
+            for name, (actual, expected) in cases.items():
+                error = ((actual.double().cpu() - expected).abs() / expected.abs().clamp_min(1e-30)).max().item()
+                checked += 1
+                if not error <= TOLERANCE[dtype]:
+                    failed.append(f"{name}/{dtype} (relative error {error:.2e})")
+        print(
+            f"check {device.type}: {checked} op/dtype cases, "
+            f"{'all within one rounding of float64' if not failed else 'FAILED: ' + ', '.join(failed)}"
+        )
+        ok &= not failed
+    return ok
+
+
+def benchmark() -> None:
+    """Ours vs torch: bandwidth on a large tensor, and per-call host time on a small one."""
+    print(f"\n{'device':6} {'op':5} {'dtype':9} {'elements':>10} {'ours GB/s':>10} {'torch GB/s':>10} {'speedup':>8}")
+    for device in devices():
+        n = 2**26 if device.type == "cuda" else 2**22
+        for name in ("selu", "relu"):
+            for dtype in (torch.float32, torch.bfloat16):
+                x = torch.randn(n, dtype=dtype, device=device)
+                ours = median_seconds(lambda: getattr(torch.ops.act, name)(x), device)  # noqa: B023
+                theirs = median_seconds(lambda: getattr(torch, name)(x), device)  # noqa: B023
+                gbps = 2 * x.numel() * x.element_size() / 1e9
+                print(
+                    f"{device.type:6} {name:5} {str(dtype)[6:]:9} {n:>10} {gbps / ours:>10.1f} {gbps / theirs:>10.1f}"
+                    f" {theirs / ours:>7.2f}x"
+                )
+    print(f"\n{'device':6} {'per-call host time':28} {'torch.selu':>11} {'act.selu':>9} {'ratio':>6}")
+    for device in devices():
+        x = torch.randn(1024, device=device)
+        for grad in (False, True):
+            x.requires_grad_(grad)
+            theirs = per_call_seconds(lambda: torch.selu(x), device)  # noqa: B023
+            ours = per_call_seconds(lambda: torch.ops.act.selu(x), device)  # noqa: B023
+            label = "requires_grad=True" if grad else "requires_grad=False"
+            print(f"{device.type:6} {label:28} {theirs * 1e6:>9.2f}us {ours * 1e6:>7.2f}us {ours / theirs:>5.2f}x")
+
+
+def main() -> int:
+    """Prints the report; returns the process exit status."""
+    print_environment()
+    ok = check_ops()
+    benchmark()
+    print("\nresult:", "PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""Timing helpers shared by the main job and the benchmark: medians, CUDA events, cold L2."""
+
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+
+# Larger than any current GPU's L2 (H100: 50 MB), so writing it evicts what the last run left there.
+L2_FLUSH_BYTES = 256 * 1024 * 1024
+
+
+def median_seconds(fn: Callable[[], object], device: torch.device, reps: int = 20, warmup: int = 3) -> float:
+    """Median run time of ``fn`` in seconds.
+
+    On CUDA each run is timed with CUDA events, with the L2 cache flushed before it; on the CPU
+    with ``time.perf_counter``.
+    """
+    for _ in range(warmup):
+        fn()
+    times = []
+    if device.type == "cuda":
+        flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=device)
+        for _ in range(reps):
+            flush.fill_(1)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+    else:
+        for _ in range(reps):
+            begin = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - begin)
+    return statistics.median(times)
+
+
+def per_call_seconds(fn: Callable[[], object], device: torch.device, calls: int = 2000, rounds: int = 5) -> float:
+    """Host time per call of ``fn`` (median over rounds of ``calls`` back-to-back calls)."""
+
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    for _ in range(100):
+        fn()
+    results = []
+    for _ in range(rounds):
+        sync()
+        begin = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        sync()
+        results.append((time.perf_counter() - begin) / calls)
+    return statistics.median(results)

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Build, test and benchmark on a GPU machine in one call; full logs go to $OUT (default: device-logs/).
+# Usage: bash scripts/device_check.sh [extra pytest args]
+set -uo pipefail
+OUT=${OUT:-device-logs}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+python3 -c 'import torch; print("torch", torch.__version__, "GPU", torch.cuda.get_device_name())' | tee "$OUT/env.txt"
+nvidia-smi >> "$OUT/env.txt" 2>&1
+
+echo "== build"
+if ! MAX_JOBS=16 python3 -m pip install --no-build-isolation --no-deps -v -e . > "$OUT/build.log" 2>&1; then
+    tail -40 "$OUT/build.log"
+    exit 1
+fi
+grep "activations_ext:" "$OUT/build.log" | head -1
+
+echo "== SASS: 128-bit global loads/stores and local-memory use of the kernels"
+so=$(ls activations_ext/_C*.so)
+cuobjdump -sass "$so" > "$OUT/sass.txt" 2>&1
+cuobjdump -res-usage "$so" 2>&1 | grep -E "Function|REG|STACK|LOCAL" > "$OUT/res_usage.txt"
+echo "LDG.E.128: $(grep -c 'LDG.E.128' "$OUT/sass.txt")  STG.E.128: $(grep -c 'STG.E.128' "$OUT/sass.txt")" \
+     "local loads/stores (LDL/STL): $(grep -cE '\b(LDL|STL)\b' "$OUT/sass.txt")"
+
+echo "== tests"
+python3 -m pytest -q -rs -p no:cacheprovider tests "$@" 2>&1 | tee "$OUT/tests.log" | grep -vE "^SKIPPED" | tail -15
+
+echo "== main job"
+python3 -m activations_ext 2>&1 | tee "$OUT/main.log"

@@ -1,0 +1,60 @@
+"""Builds activations_ext._C: a CUDAExtension when a CUDA toolkit is found, else a CppExtension."""
+
+import glob
+import os
+
+import torch
+from setuptools import setup
+from torch.utils import cpp_extension
+
+# Ampere, Ada, Hopper, plus PTX for newer GPUs; used only when no GPU is visible to pick from.
+DEFAULT_CUDA_ARCHS = "8.0;8.6;8.9;9.0+PTX"
+
+
+def find_cuda_home() -> str | None:
+    """The CUDA toolkit to build with: torch's own search, then the usual install path."""
+    if cpp_extension.CUDA_HOME is not None:
+        return cpp_extension.CUDA_HOME
+    if os.path.exists("/usr/local/cuda/bin/nvcc"):
+        return "/usr/local/cuda"
+    return None
+
+
+def extension() -> cpp_extension.CppExtension:
+    sources = [
+        "kernels/ops.cpp",
+        "kernels/cpu_kernels.cpp",
+        "kernels/autograd.cpp",
+        "kernels/functionalize.cpp",
+        "kernels/module.cpp",
+    ]
+    cxx_flags = ["-O3", "-DPy_LIMITED_API=0x030A0000"]
+    cuda_home = find_cuda_home()
+    use_cuda = cuda_home is not None and torch.version.cuda is not None and os.environ.get("ACT_FORCE_CPU") != "1"
+    if not use_cuda:
+        print("activations_ext: building the CPU-only extension (no CUDA toolkit, or a CPU build of torch)")
+        return cpp_extension.CppExtension(
+            "activations_ext._C", sources, extra_compile_args={"cxx": cxx_flags}, py_limited_api=True
+        )
+    os.environ["CUDA_HOME"] = cuda_home
+    cpp_extension.CUDA_HOME = cuda_home
+    if not torch.cuda.is_available() and not os.environ.get("TORCH_CUDA_ARCH_LIST"):
+        os.environ["TORCH_CUDA_ARCH_LIST"] = DEFAULT_CUDA_ARCHS
+    print(
+        f"activations_ext: building the CUDA extension with {cuda_home} for "
+        f"TORCH_CUDA_ARCH_LIST={os.environ.get('TORCH_CUDA_ARCH_LIST', 'the visible GPUs')}"
+    )
+    return cpp_extension.CUDAExtension(
+        "activations_ext._C",
+        sources + sorted(glob.glob("kernels/*.cu")),
+        define_macros=[("ACT_WITH_CUDA", None)],
+        extra_compile_args={"cxx": cxx_flags, "nvcc": ["-O3", "-lineinfo"]},
+        py_limited_api=True,
+    )
+
+
+setup(
+    ext_modules=[extension()],
+    cmdclass={"build_ext": cpp_extension.BuildExtension},
+    options={"bdist_wheel": {"py_limited_api": "cp310"}},
+)

@@ -1,0 +1,111 @@
+import math
+
+import pytest
+import torch
+
+import activations_ext  # noqa: F401  (registers the ops)
+
+HAS_CUDA = torch.cuda.is_available()
+requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU visible")
+
+DEVICES = ["cpu", pytest.param("cuda", marks=requires_cuda)]
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+# One rounding of the result in each dtype, plus a little for float32's expm1.
+RTOL = {torch.float64: 1e-14, torch.float32: 3e-7, torch.float16: 1e-3, torch.bfloat16: 8e-3}
+
+
+def selu_ref(x: torch.Tensor) -> torch.Tensor:
+    x = x.double()
+    return torch.where(x > 0, SELU_SCALE * x, SELU_SCALE * SELU_ALPHA * torch.expm1(x))
+
+
+def relu_ref(x: torch.Tensor) -> torch.Tensor:
+    x = x.double()
+    return torch.where(x > 0, x, 0.0)
+
+
+def selu_backward_ref(grad: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
+    g, r = grad.double(), result.double()
+    return torch.where(r > 0, g * SELU_SCALE, g * (r + SELU_SCALE * SELU_ALPHA))
+
+
+def relu_backward_ref(grad: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
+    g, r = grad.double(), result.double()
+    return torch.where(r > 0, g, 0.0)
+
+
+FORWARD = {
+    "selu": (torch.ops.act.selu, torch.ops.act.selu_, selu_ref),
+    "relu": (torch.ops.act.relu, torch.ops.act.relu_, relu_ref),
+}
+BACKWARD = {
+    "selu": (torch.ops.act.selu_backward, selu_backward_ref),
+    "relu": (torch.ops.act.relu_backward, relu_backward_ref),
+}
+
+
+def assert_matches(
+    actual: torch.Tensor, expected64: torch.Tensor, dtype: torch.dtype, abs_scale: torch.Tensor | None = None
+) -> None:
+    """`actual` (in `dtype`) equals the float64 reference to within one rounding of `dtype`.
+
+    `abs_scale` widens the bound by a few float32 ulps of each element's scale, for results
+    computed from an already-rounded input (the backward ops see the rounded forward result).
+    """
+    assert actual.dtype == dtype
+    actual, expected64 = actual.double(), expected64.double()
+    bound = RTOL[dtype] * expected64.abs() + torch.finfo(dtype).tiny
+    if abs_scale is not None:
+        bound = bound + 4 * torch.finfo(torch.float32).eps * abs_scale.double().abs()
+    error = (actual - expected64).abs()
+    bad = ~(error <= bound) & ~(actual.isnan() & expected64.isnan())
+    assert not bad.any(), (
+        f"{int(bad.sum())} of {actual.numel()} elements off; worst at {error.argmax()}: "
+        f"{actual.flatten()[error.argmax()]} vs {expected64.flatten()[error.argmax()]}"
+    )
+
+
+def random_data(shape: tuple[int, ...], dtype: torch.dtype, device: str, seed: int = 0) -> torch.Tensor:
+    """Normal data over both branches, scaled to reach SELU's saturation; never exactly zero."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=g, dtype=torch.float64) * 4
+    x = torch.where(x == 0, 0.5, x)
+    return x.to(dtype=dtype, device=device)
+
+
+def make_layout(layout: str, dtype: torch.dtype, device: str) -> torch.Tensor:
+    """A tensor of the named memory layout, with random data."""
+    if layout == "contiguous":
+        return random_data((37, 129), dtype, device)
+    if layout == "scalar":
+        return random_data((), dtype, device)
+    if layout == "empty":
+        return random_data((0, 5), dtype, device)
+    if layout == "transposed":
+        return random_data((129, 37), dtype, device).t()
+    if layout == "strided":
+        return random_data((37, 259), dtype, device)[:, 1::2]
+    if layout == "offset":  # starts off any 16-byte boundary; long enough for the vector body
+        return random_data((10007,), dtype, device)[3:]
+    if layout == "channels_last":
+        return random_data((3, 5, 7, 11), dtype, device).to(memory_format=torch.channels_last)
+    if layout == "expanded":
+        return random_data((1, 129), dtype, device).expand(37, 129)
+    raise ValueError(layout)
+
+
+LAYOUTS = ["contiguous", "scalar", "empty", "transposed", "strided", "offset", "channels_last", "expanded"]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+def odd_sizes() -> list[int]:
+    """Sizes around the vector width and block tile, to hit every head/body/tail split."""
+    return sorted({1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 1023, 1024, 1025, 4099, 8192 + 5, int(math.pow(2, 17)) + 3})

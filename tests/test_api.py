@@ -1,0 +1,96 @@
+"""Python API, modules, bad input and the build itself."""
+
+import os
+
+import pytest
+import torch
+from conftest import DTYPES, random_data, requires_cuda
+from torch import nn
+
+import activations_ext
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_modules_are_drop_ins(device, dtype):
+    x = random_data((6, 9), dtype, device)
+    for ours, theirs in ((activations_ext.SELU, nn.SELU), (activations_ext.ReLU, nn.ReLU)):
+        assert repr(ours()) == repr(theirs()) and repr(ours(inplace=True)) == repr(theirs(inplace=True))
+        torch.testing.assert_close(ours()(x), theirs()(x))
+        y = x.clone()
+        assert ours(inplace=True)(y) is y
+        torch.testing.assert_close(y, theirs()(x))
+
+
+def test_public_api():
+    assert set(activations_ext.__all__) == {"SELU", "ReLU", "relu", "selu"}
+
+
+@pytest.mark.skipif(os.environ.get("ACT_EXPECT_CUDA_BUILD") != "1", reason="only where the CUDA build is expected")
+def test_cuda_kernels_were_built():
+    assert torch._C._dispatch_has_kernel_for_dispatch_key("act::selu", "CUDA")
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.bool, torch.complex64, torch.float8_e4m3fn])
+@pytest.mark.parametrize("op", ["selu", "relu", "selu_", "relu_"])
+def test_bad_dtype_names_it(device, op, dtype):
+    x = torch.ones(3, device=device).to(dtype)
+    with pytest.raises(TypeError, match=f"act.{op.rstrip('_')}: expected x of dtype .* but got"):
+        getattr(torch.ops.act, op)(x)
+
+
+@pytest.mark.parametrize("op", ["selu", "relu"])
+def test_bad_out(device, op):
+    fn = getattr(torch.ops.act, op)
+    x = random_data((4, 5), torch.float32, device)
+    with pytest.raises(RuntimeError, match=r"expected out of the shape of x \[4, 5\], but got \[5, 4\]"):
+        fn(x, out=torch.empty(5, 4, device=device))
+    with pytest.raises(TypeError, match="expected out of the dtype of x"):
+        fn(x, out=torch.empty(4, 5, device=device, dtype=torch.float64))
+    with pytest.raises(RuntimeError, match="unsupported operation|internal overlap"):
+        fn(x, out=torch.empty(1, 5, device=device).expand(4, 5))
+    with pytest.raises(RuntimeError, match="unsupported operation|partial overlap|overlap"):
+        square = random_data((5, 5), torch.float32, device)
+        fn(square, out=square.t())
+
+
+@requires_cuda
+@pytest.mark.parametrize("op", ["selu", "relu"])
+def test_bad_devices(op):
+    x = random_data((4,), torch.float32, "cuda")
+    with pytest.raises(RuntimeError, match="expected out on the device of x"):
+        getattr(torch.ops.act, op)(x, out=torch.empty(4))
+    with pytest.raises(RuntimeError, match="expected grad_output on the device of result"):
+        getattr(torch.ops.act, op + "_backward")(torch.ones(4), x)
+
+
+@pytest.mark.parametrize("op", ["selu", "relu"])
+def test_bad_backward_args(device, op):
+    backward = getattr(torch.ops.act, op + "_backward")
+    r = random_data((4,), torch.float32, device)
+    with pytest.raises(RuntimeError, match="expected grad_output of the shape of result"):
+        backward(torch.ones(5, device=device), r)
+    with pytest.raises(TypeError, match="expected grad_output of the dtype of result"):
+        backward(torch.ones(4, device=device, dtype=torch.float64), r)
+    with pytest.raises(TypeError, match="expected result of dtype"):
+        backward(torch.ones(4, device=device, dtype=torch.int32), r.int())
+
+
+@pytest.mark.parametrize("op", ["selu_", "relu_"])
+def test_inplace_on_overlapping_memory_raises_and_leaves_it(device, op):
+    base = random_data((1, 5), torch.float32, device)
+    before = base.clone()
+    with pytest.raises(RuntimeError, match="unsupported operation|internal overlap"):
+        getattr(torch.ops.act, op)(base.expand(3, 5))
+    assert torch.equal(base, before)
+
+
+def test_fake_kernels_reject_bad_input_like_the_real_ones():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        x = torch.empty(3, 4)
+        with pytest.raises(TypeError, match="act.selu: expected x of dtype"):
+            torch.ops.act.selu(x.int())
+        with pytest.raises(RuntimeError, match="expected out of the shape of x"):
+            torch.ops.act.relu(x, out=torch.empty(4, 3))
+        assert torch.ops.act.selu(x.t()).stride() == (1, 4)

@@ -1,0 +1,104 @@
+"""Autograd: gradients from the C++ autograd kernels, in-place rules, double backward."""
+
+import pytest
+import torch
+from conftest import BACKWARD, FORWARD, random_data
+from torch.autograd import gradcheck, gradgradcheck
+
+import activations_ext
+
+
+def away_from_kink(shape, device, seed=0):
+    """float64 data kept off relu's kink at 0, where finite differences are meaningless."""
+    x = random_data(shape, torch.float64, device, seed)
+    return torch.where(x.abs() < 1e-3, 0.5, x)
+
+
+@pytest.mark.parametrize("op", ["selu", "relu"])
+def test_gradcheck_and_gradgradcheck(device, op):
+    functional, inplace, _ = FORWARD[op]
+    x = away_from_kink((4, 7), device).requires_grad_()
+    assert gradcheck(functional, (x,))
+    assert gradgradcheck(functional, (x,))
+    # In place on a non-leaf, and on a view of one.
+    assert gradcheck(lambda t: inplace(t * 1), (x,))
+    assert gradgradcheck(lambda t: inplace(t * 1), (x,))
+    assert gradcheck(lambda t: inplace((t * 1)[:, 1::2]), (x,))
+
+
+@pytest.mark.parametrize("op", ["selu", "relu"])
+def test_backward_ops_are_differentiable(device, op):
+    backward, _ = BACKWARD[op]
+    grad = away_from_kink((3, 5), device, seed=1).requires_grad_()
+    result = away_from_kink((3, 5), device, seed=2).requires_grad_()  # any value off the kink
+    assert gradcheck(backward, (grad, result))
+    assert gradgradcheck(backward, (grad, result))
+
+
+@pytest.mark.parametrize("op", ["selu", "relu"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_grads_equal_torch(device, op, dtype):
+    ours = {"selu": activations_ext.selu, "relu": activations_ext.relu}[op]
+    theirs = {"selu": torch.selu, "relu": torch.relu}[op]
+    x = random_data((33, 17), dtype, device).requires_grad_()
+    # .sum().backward() hands the backward a stride-0 expanded gradient.
+    (g_ours,) = torch.autograd.grad(ours(x).sum(), x)
+    (g_theirs,) = torch.autograd.grad(theirs(x).sum(), x)
+    # torch differentiates selu from its input; ours from the rounded result (so in-place keeps
+    # autograd), which near saturation costs up to an ulp of scale * alpha in 16-bit types.
+    atol = 4 * torch.finfo(dtype).eps if dtype == torch.bfloat16 else None
+    torch.testing.assert_close(g_ours, g_theirs, atol=atol, rtol=atol)
+    for inplace in (True, False):
+        y = x.clone()
+        z = ours(y, inplace=inplace) * 2.5
+        (g,) = torch.autograd.grad(z.sum(), x)
+        torch.testing.assert_close(g, g_theirs * 2.5, atol=atol and 2.5 * atol, rtol=atol)
+
+
+@pytest.mark.parametrize("op", ["selu", "relu"])
+def test_inplace_on_leaf_requiring_grad_raises_and_leaves_it(device, op):
+    _, inplace, _ = FORWARD[op]
+    x = random_data((5,), torch.float32, device).requires_grad_()
+    before = x.detach().clone()
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        inplace(x)
+    with pytest.raises(RuntimeError, match="view of a leaf Variable"):
+        inplace(x[1:])
+    assert torch.equal(x.detach(), before)
+    with torch.no_grad():  # allowed without grad, as for torch's in-place ops
+        inplace(x)
+    assert not torch.equal(x.detach(), before)
+
+
+@pytest.mark.parametrize("op", ["selu", "relu"])
+def test_inplace_bumps_version_so_stale_saves_are_caught(device, op):
+    _, inplace, _ = FORWARD[op]
+    a = random_data((6,), torch.float32, device).requires_grad_()
+    b = a * 1
+    c = b * b  # saves b
+    version = b._version
+    inplace(b)
+    assert b._version > version
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        c.sum().backward()
+
+
+@pytest.mark.parametrize("op", ["selu", "relu"])
+def test_out_with_grad_raises(device, op):
+    x = random_data((4,), torch.float32, device).requires_grad_()
+    out = torch.empty(4, device=device)
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        getattr(torch.ops.act, op)(x, out=out)
+    with torch.no_grad():
+        getattr(torch.ops.act, op)(x, out=out)
+    assert out._version > 0
+    torch.testing.assert_close(out, getattr(torch, op)(x.detach()))
+
+
+def test_no_graph_without_grad(device):
+    x = random_data((4,), torch.float32, device)
+    assert torch.ops.act.selu(x).grad_fn is None
+    x.requires_grad_()
+    with torch.no_grad():
+        assert torch.ops.act.selu(x).grad_fn is None
+    assert torch.ops.act.selu(x).grad_fn is not None

@@ -1,0 +1,108 @@
+"""Forward ops and backward ops against float64 references, over dtypes and layouts."""
+
+import pytest
+import torch
+from conftest import (
+    BACKWARD,
+    DTYPES,
+    FORWARD,
+    LAYOUTS,
+    assert_matches,
+    make_layout,
+    odd_sizes,
+    random_data,
+)
+
+
+@pytest.mark.parametrize("op", ["selu", "relu"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_forward_matches_reference(device, op, dtype, layout):
+    functional, _, ref = FORWARD[op]
+    x = make_layout(layout, dtype, device)
+    before = x.clone()
+    y = functional(x)
+    assert y.shape == x.shape and y.device == x.device
+    assert y.stride() == torch.empty_like(x).stride()  # what the fake kernel promises
+    assert_matches(y.cpu(), ref(before.cpu()), dtype)
+    assert torch.equal(x, before)
+
+
+@pytest.mark.parametrize("op", ["selu", "relu"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("offset", [0, 1, 3])
+def test_sizes_and_offsets(device, op, dtype, offset):
+    functional, inplace, ref = FORWARD[op]
+    for n in odd_sizes():
+        x = random_data((n + offset,), dtype, device, seed=n)[offset:]
+        assert_matches(functional(x).cpu(), ref(x.cpu()), dtype)
+        expected = ref(x.cpu())
+        assert_matches(inplace(x).cpu(), expected, dtype)
+
+
+@pytest.mark.parametrize("op", ["selu", "relu"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided", "offset", "channels_last", "scalar"])
+def test_inplace_writes_that_view_only(device, op, dtype, layout):
+    _, inplace, ref = FORWARD[op]
+    x = make_layout(layout, dtype, device)
+    base = x._base if x._base is not None else x
+    base_before = base.clone()
+    expected = ref(x.cpu())
+    returned = inplace(x)
+    assert returned is x
+    assert_matches(x.cpu(), expected, dtype)
+    # Everything in the storage outside the view is untouched.
+    mask = torch.ones_like(base, dtype=torch.bool)
+    mask.as_strided(x.shape, x.stride(), x.storage_offset() - base.storage_offset()).fill_(False)
+    assert torch.equal(base[mask], base_before[mask])
+
+
+@pytest.mark.parametrize("op", ["selu", "relu"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("out_layout", ["contiguous", "transposed", "strided", "offset"])
+@pytest.mark.parametrize("x_layout", ["contiguous", "strided"])
+def test_out_writes_poisoned_out(device, op, dtype, out_layout, x_layout):
+    functional, _, ref = FORWARD[op]
+    x = make_layout(x_layout, dtype, device)
+    if out_layout == "contiguous":
+        buffer = torch.full((x.numel() + 16,), float("nan"), dtype=dtype, device=device)
+        out = buffer[: x.numel()].view(x.shape)
+    elif out_layout == "offset":
+        buffer = torch.full((x.numel() + 16,), float("nan"), dtype=dtype, device=device)
+        out = buffer[3 : 3 + x.numel()].view(x.shape)
+    elif out_layout == "transposed":
+        buffer = torch.full((x.shape[1], x.shape[0]), float("nan"), dtype=dtype, device=device)
+        out = buffer.t()
+    else:
+        buffer = torch.full((x.shape[0], 2 * x.shape[1] + 1), float("nan"), dtype=dtype, device=device)
+        out = buffer[:, 1::2]
+    returned = torch.ops.act.selu(x, out=out) if op == "selu" else torch.ops.act.relu(x, out=out)
+    assert returned is out
+    assert_matches(out.cpu(), ref(x.cpu()), dtype)
+    assert int(torch.isnan(buffer).sum()) == buffer.numel() - out.numel()
+
+
+@pytest.mark.parametrize("op", ["selu", "relu"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("grad_layout", ["contiguous", "expanded", "transposed", "strided", "scalar", "empty"])
+def test_backward_ops_match_reference(device, op, dtype, grad_layout):
+    backward, ref = BACKWARD[op]
+    grad = make_layout(grad_layout, dtype, device)
+    result = FORWARD[op][0](random_data(tuple(grad.shape), dtype, device, seed=1))
+    grad_input = backward(grad, result)
+    assert grad_input.shape == result.shape
+    assert grad_input.stride() == torch.empty_like(result).stride()
+    assert_matches(grad_input.cpu(), ref(grad.cpu(), result.cpu()), dtype, abs_scale=2 * grad.cpu())
+
+
+def test_relu_propagates_nan_like_torch(device):
+    x = torch.tensor([float("nan"), -1.0, 2.0, float("-inf"), float("inf")], device=device)
+    torch.testing.assert_close(torch.ops.act.relu(x), torch.relu(x), equal_nan=True)
+    torch.testing.assert_close(torch.ops.act.selu(x), torch.selu(x), equal_nan=True)
+
+
+def test_selu_keeps_precision_near_zero(device):
+    # exp(x) - 1 would return 0 or 1-ulp garbage here; expm1 keeps every digit.
+    x = -torch.logspace(-12, -3, 101, dtype=torch.float32, device=device)
+    assert_matches(torch.ops.act.selu(x).cpu(), FORWARD["selu"][2](x.cpu()), torch.float32)
