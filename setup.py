@@ -28,7 +28,8 @@ def extension() -> cpp_extension.CppExtension:
         "kernels/functionalize.cpp",
         "kernels/module.cpp",
     ]
-    cxx_flags = ["-O3", "-DPy_LIMITED_API=0x030A0000"]
+    # -fno-trapping-math lets the CPU loops compute both branches and select (it changes no result).
+    cxx_flags = ["-O3", "-fno-trapping-math", "-DPy_LIMITED_API=0x030A0000"]
     cuda_home = find_cuda_home()
     use_cuda = cuda_home is not None and torch.version.cuda is not None and os.environ.get("ACT_FORCE_CPU") != "1"
     if not use_cuda:

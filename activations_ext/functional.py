@@ -13,7 +13,7 @@ def selu(x: torch.Tensor, inplace: bool = False) -> torch.Tensor:
     Returns:
         A new tensor laid out like ``x``, or ``x`` itself when ``inplace``.
     """
-    return torch.ops.act.selu_(x) if inplace else torch.ops.act.selu(x)
+    return torch.ops.act.selu_.default(x) if inplace else torch.ops.act.selu.default(x)
 
 
 def relu(x: torch.Tensor, inplace: bool = False) -> torch.Tensor:
@@ -26,4 +26,4 @@ def relu(x: torch.Tensor, inplace: bool = False) -> torch.Tensor:
     Returns:
         A new tensor laid out like ``x``, or ``x`` itself when ``inplace``.
     """
-    return torch.ops.act.relu_(x) if inplace else torch.ops.act.relu(x)
+    return torch.ops.act.relu_.default(x) if inplace else torch.ops.act.relu.default(x)

@@ -37,21 +37,26 @@ def median_seconds(fn: Callable[[], object], device: torch.device, reps: int = 2
     return statistics.median(times)
 
 
-def per_call_seconds(fn: Callable[[], object], device: torch.device, calls: int = 2000, rounds: int = 5) -> float:
-    """Host time per call of ``fn`` (median over rounds of ``calls`` back-to-back calls)."""
+def per_call_seconds(
+    fns: dict[str, Callable[[], object]], device: torch.device, calls: int = 500, rounds: int = 31
+) -> dict[str, float]:
+    """Host time per call of each function: the median over rounds of ``calls`` back-to-back calls.
+
+    Rounds of the functions alternate, so drift in clocks or machine load reaches them alike.
+    """
 
     def sync() -> None:
         if device.type == "cuda":
             torch.cuda.synchronize(device)
 
-    for _ in range(100):
-        fn()
-    results = []
-    for _ in range(rounds):
-        sync()
-        begin = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        sync()
-        results.append((time.perf_counter() - begin) / calls)
-    return statistics.median(results)
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for round_index in range(rounds + 1):
+        for name, fn in fns.items():
+            sync()
+            begin = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            sync()
+            if round_index:  # the first round warms up
+                samples[name].append((time.perf_counter() - begin) / calls)
+    return {name: statistics.median(times) for name, times in samples.items()}

@@ -6,6 +6,8 @@
 #include <c10/util/SmallVector.h>
 #include <torch/library.h>
 
+#include <string>
+
 #include "dense_kernels.h"
 
 namespace act {
@@ -28,6 +30,14 @@ void check_dtype(Activation kind, const at::Tensor& t, const char* arg) {
                    dtype);
 }
 
+// "[4, 5]". Formatted here rather than by streaming an IntArrayRef, which crashed inside
+// TORCH_CHECK's message builder with torch 2.11's headers.
+std::string shape_str(c10::IntArrayRef sizes) {
+  std::string s = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
+  return s + "]";
+}
+
 // `t` must match `like` in device, dtype and shape: the ops neither broadcast, cast nor resize.
 void check_matches(Activation kind, const at::Tensor& t, const char* arg, const at::Tensor& like,
                    const char* like_arg) {
@@ -36,7 +46,7 @@ void check_matches(Activation kind, const at::Tensor& t, const char* arg, const 
   TORCH_CHECK_TYPE(t.scalar_type() == like.scalar_type(), op_name(kind), ": expected ", arg, " of the dtype of ",
                    like_arg, " (", like.scalar_type(), "), but got ", t.scalar_type());
   TORCH_CHECK(t.sizes() == like.sizes(), op_name(kind), ": expected ", arg, " of the shape of ", like_arg, " ",
-              like.sizes(), ", but got ", t.sizes());
+              shape_str(like.sizes()), ", but got ", shape_str(t.sizes()));
 }
 
 // Same element at the same memory offset: strides agree wherever a dimension has more than one element.

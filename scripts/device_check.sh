@@ -4,7 +4,7 @@
 set -uo pipefail
 OUT=${OUT:-device-logs}
 mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
+export PYTHONUNBUFFERED=1 ACT_EXPECT_CUDA_BUILD=1
 python3 -c 'import torch; print("torch", torch.__version__, "GPU", torch.cuda.get_device_name())' | tee "$OUT/env.txt"
 nvidia-smi >> "$OUT/env.txt" 2>&1
 

@@ -1,0 +1,281 @@
+"""Benchmark: ours vs torch eager vs torch.compile vs a device-to-device copy (the bandwidth roofline).
+
+Usage: ``python -m activations_ext.bench [--ops ...] [--dtypes ...] [--sizes ...] [--json PATH] [--plot PATH]``.
+Each figure is the median of CUDA-event timings with the L2 cache flushed before every run (on the
+CPU, of wall-clock timings). Bandwidth counts the bytes every op must move: one read and one write
+per element for the forward ops, two reads and a write for the backward ops.
+"""
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+
+import torch
+
+import activations_ext  # noqa: F401  (registers the ops)
+from activations_ext.timing import median_seconds
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "float64": torch.float64}
+CUDA_SIZES = ["2^20", "2^22", "2^24", "2^26", "4096x393216"]
+CPU_SIZES = ["2^16", "2^18", "2^20", "2^22"]
+OPS = ["selu", "relu", "selu_", "relu_", "selu.out", "relu.out", "selu_backward", "relu_backward"]
+
+
+def parse_size(size: str) -> tuple[int, ...]:
+    """'2^20' -> (1048576,), '4096x393216' -> (4096, 393216)."""
+    if "^" in size:
+        base, exponent = size.split("^")
+        return (int(base) ** int(exponent),)
+    return tuple(int(d) for d in size.split("x"))
+
+
+def torch_backward(op: str) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """ATen's own backward kernels for torch.selu / torch.relu, taking (grad_output, result)."""
+    if op == "selu":
+        return lambda g, r: torch.ops.aten.elu_backward(g, SELU_ALPHA, SELU_SCALE, 1.0, True, r)
+    return lambda g, r: torch.ops.aten.threshold_backward(g, r, 0)
+
+
+@dataclass
+class Case:
+    """One op's three implementations, as functions of prepared operands."""
+
+    reads: int  # tensors read per element; each op writes one
+    ours: Callable[..., object]
+    torch: Callable[..., object]
+
+
+def make_case(op: str) -> Case:
+    """The implementations of ``op``; in-place and out= forms are compared with torch's nearest form."""
+    base = op.split(".")[0].rstrip("_").replace("_backward", "")
+    ours_packet = getattr(torch.ops.act, base)
+    torch_fn = getattr(torch, base)
+    if op.endswith("_backward"):
+        return Case(2, getattr(torch.ops.act, f"{base}_backward").default, torch_backward(base))
+    if op.endswith("_"):
+        return Case(1, getattr(torch.ops.act, f"{base}_").default, getattr(torch, f"{base}_"))
+    if op.endswith(".out"):
+        # torch.selu/torch.relu take no out=: theirs allocates, which the caching allocator makes free.
+        return Case(1, lambda x, out: ours_packet.out(x, out=out), lambda x, out: torch_fn(x))
+    return Case(1, ours_packet.default, torch_fn)
+
+
+@dataclass
+class Row:
+    """One line of the report."""
+
+    device: str
+    op: str
+    dtype: str
+    size: str
+    elements: int
+    bytes: int
+    ours_us: float
+    torch_us: float
+    compile_us: float | None
+    copy_us: float  # copying one operand: 2 * elements * itemsize bytes
+    copy_bytes: int
+
+    @staticmethod
+    def gbps_of(n_bytes: int, us: float) -> float:
+        return n_bytes / us / 1e3
+
+    def gbps(self, us: float) -> float:
+        """This op's bandwidth at a run time of ``us`` microseconds."""
+        return self.gbps_of(self.bytes, us)
+
+    @property
+    def roofline_gbps(self) -> float:
+        """The copy's bandwidth: reading and writing memory as fast as this device can."""
+        return self.gbps_of(self.copy_bytes, self.copy_us)
+
+    @property
+    def percent_of_roofline(self) -> float:
+        return 100 * self.gbps(self.ours_us) / self.roofline_gbps
+
+
+def operands(case: Case, op: str, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> list:
+    """Random operands (normal data over both branches, never all zeros) for one call of ``op``."""
+    generator = torch.Generator(device=device).manual_seed(0)
+    tensors = [torch.randn(shape, dtype=dtype, device=device, generator=generator) for _ in range(case.reads)]
+    if op.endswith(".out"):
+        tensors.append(torch.full(shape, float("nan"), dtype=dtype, device=device))
+    return tensors
+
+
+def measure(op: str, size: str, dtype: torch.dtype, device: torch.device, with_compile: bool) -> Row:
+    """Times ours, torch eager, torch.compile and a copy of the same bytes for one op, dtype and size."""
+    case = make_case(op)
+    shape = parse_size(size)
+    args = operands(case, op, shape, dtype, device)
+    elements = math.prod(shape)
+    itemsize = args[0].element_size()
+    ours = median_seconds(lambda: case.ours(*args), device)
+    theirs = median_seconds(lambda: case.torch(*args), device)
+    compiled_us = None
+    if with_compile:
+        compiled = torch.compile(case.torch, dynamic=True)
+        compiled_us = median_seconds(lambda: compiled(*args), device) * 1e6
+    src = args[0]
+    dst = torch.empty_like(src)
+    copy = median_seconds(lambda: dst.copy_(src), device)
+    return Row(
+        device.type,
+        op,
+        str(dtype).removeprefix("torch."),
+        size,
+        elements,
+        (case.reads + 1) * elements * itemsize,
+        ours * 1e6,
+        theirs * 1e6,
+        compiled_us,
+        copy * 1e6,
+        2 * elements * itemsize,
+    )
+
+
+def fits(op: str, size: str, dtype: torch.dtype, device: torch.device) -> bool:
+    """Whether the operands, outputs and copies fit comfortably in the device's memory."""
+    if device.type != "cuda":
+        return True
+    needed = 6 * math.prod(parse_size(size)) * torch.empty((), dtype=dtype).element_size()
+    return needed < 0.8 * torch.cuda.get_device_properties(device).total_memory
+
+
+def progress(items: list, enabled: bool) -> Iterable:
+    """A progress bar over ``items`` when tqdm is installed and output is a terminal or log."""
+    if not enabled:
+        return items
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return items
+    return tqdm(items, desc="benchmark", file=sys.stderr)
+
+
+def format_table(rows: list[Row]) -> str:
+    """A fixed-width table: GB/s per implementation, % of the copy roofline, speedups."""
+    head = (
+        f"{'device':6} {'op':14} {'dtype':9} {'size':12} {'ours GB/s':>9} {'torch':>7} {'compile':>8} "
+        f"{'copy':>7} {'%roof':>6} {'vs torch':>8} {'vs compile':>10}"
+    )
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        compile_gbps = f"{r.gbps(r.compile_us):8.0f}" if r.compile_us else f"{'-':>8}"
+        vs_compile = f"{r.compile_us / r.ours_us:9.2f}x" if r.compile_us else f"{'-':>10}"
+        lines.append(
+            f"{r.device:6} {r.op:14} {r.dtype:9} {r.size:12} {r.gbps(r.ours_us):9.0f} "
+            f"{r.gbps(r.torch_us):7.0f} {compile_gbps} {r.roofline_gbps:7.0f} {r.percent_of_roofline:5.1f}% "
+            f"{r.torch_us / r.ours_us:7.2f}x {vs_compile}"
+        )
+    return "\n".join(lines)
+
+
+def plot(rows: list[Row], path: str, title: str) -> None:
+    """Bandwidth vs size, one panel per op, one line per implementation and dtype, the copy roofline dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ops = list(dict.fromkeys(r.op for r in rows))
+    columns = min(4, len(ops))
+    figure, axes = plt.subplots(
+        math.ceil(len(ops) / columns),
+        columns,
+        figsize=(4.5 * columns, 3.6 * math.ceil(len(ops) / columns)),
+        squeeze=False,
+    )
+    for ax, op in zip(axes.flat, ops, strict=False):
+        for dtype in dict.fromkeys(r.dtype for r in rows):
+            series = sorted((r for r in rows if r.op == op and r.dtype == dtype), key=lambda r: r.elements)
+            if not series:
+                continue
+            x = [r.elements for r in series]
+            (line,) = ax.plot(x, [r.gbps(r.ours_us) for r in series], "o-", label=f"ours {dtype}")
+            ax.plot(
+                x,
+                [r.gbps(r.torch_us) for r in series],
+                "s--",
+                color=line.get_color(),
+                alpha=0.6,
+                label=f"torch {dtype}",
+            )
+            if all(r.compile_us for r in series):
+                ax.plot(
+                    x,
+                    [r.gbps(r.compile_us) for r in series],
+                    "^:",
+                    color=line.get_color(),
+                    alpha=0.6,
+                    label=f"compile {dtype}",
+                )
+        roof = sorted((r for r in rows if r.op == op), key=lambda r: r.elements)
+        ax.plot([r.elements for r in roof], [r.roofline_gbps for r in roof], "k--", lw=1, label="copy (roofline)")
+        ax.set_xscale("log", base=2)
+        ax.set_title(op)
+        ax.set_xlabel("elements")
+        ax.set_ylabel("GB/s")
+    for ax in list(axes.flat)[len(ops) :]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=6)
+    figure.suptitle(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+
+
+def run(
+    ops: list[str],
+    dtypes: list[str],
+    sizes: list[str],
+    device: torch.device,
+    with_compile: bool,
+    show_progress: bool = True,
+) -> list[Row]:
+    """Measures every combination that fits on the device."""
+    combos = [(op, d, s) for op in ops for d in dtypes for s in sizes if fits(op, s, DTYPES[d], device)]
+    rows = []
+    for op, d, s in progress(combos, show_progress):
+        rows.append(measure(op, s, DTYPES[d], device, with_compile))
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    cuda = torch.cuda.is_available()
+    parser = argparse.ArgumentParser(prog="python -m activations_ext.bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--ops", nargs="+", default=OPS, choices=OPS)
+    parser.add_argument("--dtypes", nargs="+", default=list(DTYPES), choices=list(DTYPES))
+    parser.add_argument(
+        "--sizes", nargs="+", default=CUDA_SIZES if cuda else CPU_SIZES, help="element counts as 2^N or shapes as AxB"
+    )
+    parser.add_argument("--device", default="cuda" if cuda else "cpu")
+    parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile column")
+    parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
+    parser.add_argument("--plot", metavar="PATH", help="also draw bandwidth vs size to a PNG")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+
+    device = torch.device(args.device)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
+    rows = run(args.ops, args.dtypes, args.sizes, device, not args.no_compile, not args.quiet)
+    print(f"device: {name}; torch {torch.__version__}")
+    print(format_table(rows))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": name, "torch": torch.__version__, "rows": [asdict(r) for r in rows]}, f, indent=1)
+    if args.plot:
+        plot(rows, args.plot, f"activations_ext on {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
