@@ -109,6 +109,16 @@ def operands(case: Case, op: str, shape: tuple[int, ...], dtype: torch.dtype, de
     return tensors
 
 
+_compiled: dict[str, Callable[..., object]] = {}
+
+
+def compiled_torch(op: str, case: Case) -> Callable[..., object]:
+    """torch.compile of torch's implementation, one per op (dynamic shapes: sizes reuse it)."""
+    if op not in _compiled:
+        _compiled[op] = torch.compile(case.torch, dynamic=True)
+    return _compiled[op]
+
+
 def measure(op: str, size: str, dtype: torch.dtype, device: torch.device, with_compile: bool) -> Row:
     """Times ours, torch eager, torch.compile and a copy of the same bytes for one op, dtype and size."""
     case = make_case(op)
@@ -120,7 +130,7 @@ def measure(op: str, size: str, dtype: torch.dtype, device: torch.device, with_c
     theirs = median_seconds(lambda: case.torch(*args), device)
     compiled_us = None
     if with_compile:
-        compiled = torch.compile(case.torch, dynamic=True)
+        compiled = compiled_torch(op, case)
         compiled_us = median_seconds(lambda: compiled(*args), device) * 1e6
     src = args[0]
     dst = torch.empty_like(src)
@@ -265,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     device = torch.device(args.device)
+    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     rows = run(args.ops, args.dtypes, args.sizes, device, not args.no_compile, not args.quiet)
     print(f"device: {name}; torch {torch.__version__}")

@@ -24,15 +24,18 @@ struct InputPointers {
 };
 
 constexpr int kThreads = 256;
-// Packs each thread loads before it uses the first: enough bytes in flight to cover DRAM latency.
-constexpr int kUnroll = 4;
+// Packs each thread loads before it uses the first: several in flight cover DRAM latency on
+// large tensors, but on mid-size ones they leave too few threads to fill the GPU.
+constexpr int kUnrollLarge = 4;
+// From this many packs (64 MiB of 16-byte packs) every SM stays busy at kUnrollLarge.
+constexpr int64_t kLargePacks = int64_t(1) << 22;
 
 template <typename acc_t, typename T, typename Op, size_t... I>
 __device__ __forceinline__ T apply_op(const Op& op, const T (&args)[sizeof...(I)], std::index_sequence<I...>) {
   return static_cast<T>(op(static_cast<acc_t>(args[I])...));
 }
 
-template <int VEC, typename acc_t, typename T, typename Op>
+template <int VEC, int UNROLL, typename acc_t, typename T, typename Op>
 __global__ void __launch_bounds__(kThreads)
 vectorized_elementwise_kernel(Op op, T* __restrict__ out, InputPointers<T, Op::arity> in, int64_t n,
                               int64_t head, int64_t n_packs) {
@@ -53,11 +56,11 @@ vectorized_elementwise_kernel(Op op, T* __restrict__ out, InputPointers<T, Op::a
   if (tail + thread < n) scalar_element(tail + thread);
 
   P* out_packs = reinterpret_cast<P*>(out + head);
-  const int64_t stride = int64_t(gridDim.x) * kThreads * kUnroll;
-  for (int64_t base = int64_t(blockIdx.x) * kThreads * kUnroll + threadIdx.x; base < n_packs; base += stride) {
-    P loaded[kUnroll][arity];
+  const int64_t stride = int64_t(gridDim.x) * kThreads * UNROLL;
+  for (int64_t base = int64_t(blockIdx.x) * kThreads * UNROLL + threadIdx.x; base < n_packs; base += stride) {
+    P loaded[UNROLL][arity];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < UNROLL; ++u) {
       const int64_t idx = base + int64_t(u) * kThreads;
       if (idx < n_packs) {
 #pragma unroll
@@ -65,7 +68,7 @@ vectorized_elementwise_kernel(Op op, T* __restrict__ out, InputPointers<T, Op::a
       }
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < UNROLL; ++u) {
       const int64_t idx = base + int64_t(u) * kThreads;
       if (idx < n_packs) {
         P result;
@@ -82,13 +85,13 @@ vectorized_elementwise_kernel(Op op, T* __restrict__ out, InputPointers<T, Op::a
   }
 }
 
-template <int VEC, typename acc_t, typename T, typename Op>
+template <int VEC, int UNROLL, typename acc_t, typename T, typename Op>
 void launch_kernel(Op op, T* out, InputPointers<T, Op::arity> in, int64_t n, int64_t head, int64_t n_packs,
                    cudaStream_t stream) {
-  constexpr int64_t packs_per_block = int64_t(kThreads) * kUnroll;
+  constexpr int64_t packs_per_block = int64_t(kThreads) * UNROLL;
   constexpr int64_t max_blocks = (int64_t(1) << 31) - 1;
   const int64_t blocks = std::min(std::max<int64_t>(1, (n_packs + packs_per_block - 1) / packs_per_block), max_blocks);
-  vectorized_elementwise_kernel<VEC, acc_t><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+  vectorized_elementwise_kernel<VEC, UNROLL, acc_t><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
       op, out, in, n, head, n_packs);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -104,11 +107,16 @@ void vectorized_elementwise(Op op, T* out, InputPointers<T, Op::arity> in, int64
   bool same_misalignment = true;
   for (int k = 0; k < Op::arity; ++k) same_misalignment &= misalignment(in.p[k]) == misalignment(out);
   if (!same_misalignment) {
-    launch_kernel<1, acc_t>(op, out, in, n, 0, n, stream);
+    launch_kernel<1, kUnrollLarge, acc_t>(op, out, in, n, 0, n, stream);
     return;
   }
   const int64_t head = std::min<int64_t>(n, (kBytes - misalignment(out)) % kBytes / sizeof(T));
-  launch_kernel<kVec, acc_t>(op, out, in, n, head, (n - head) / kVec, stream);
+  const int64_t n_packs = (n - head) / kVec;
+  if (n_packs >= kLargePacks) {
+    launch_kernel<kVec, kUnrollLarge, acc_t>(op, out, in, n, head, n_packs, stream);
+  } else {
+    launch_kernel<kVec, 1, acc_t>(op, out, in, n, head, n_packs, stream);
+  }
 }
 
 }  // namespace act

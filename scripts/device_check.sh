@@ -5,8 +5,7 @@ set -uo pipefail
 OUT=${OUT:-device-logs}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 ACT_EXPECT_CUDA_BUILD=1
-python3 -c 'import torch; print("torch", torch.__version__, "GPU", torch.cuda.get_device_name())' | tee "$OUT/env.txt"
-nvidia-smi >> "$OUT/env.txt" 2>&1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
 
 echo "== build"
 if ! MAX_JOBS=16 python3 -m pip install --no-build-isolation --no-deps -v -e . > "$OUT/build.log" 2>&1; then
@@ -17,13 +16,19 @@ grep "activations_ext:" "$OUT/build.log" | head -1
 
 echo "== SASS: 128-bit global loads/stores and local-memory use of the kernels"
 so=$(ls activations_ext/_C*.so)
-cuobjdump -sass "$so" > "$OUT/sass.txt" 2>&1
+sass=$(mktemp)
+cuobjdump -sass "$so" > "$sass" 2>&1
 cuobjdump -res-usage "$so" 2>&1 | grep -E "Function|REG|STACK|LOCAL" > "$OUT/res_usage.txt"
-echo "LDG.E.128: $(grep -c 'LDG.E.128' "$OUT/sass.txt")  STG.E.128: $(grep -c 'STG.E.128' "$OUT/sass.txt")" \
-     "local loads/stores (LDL/STL): $(grep -cE '\b(LDL|STL)\b' "$OUT/sass.txt")"
+echo "LDG.E.128: $(grep -c 'LDG.E.128' "$sass")  STG.E.128: $(grep -c 'STG.E.128' "$sass")" \
+     "local loads/stores (LDL/STL): $(grep -cE '\b(LDL|STL)\b' "$sass")" \
+     "kernels with a stack frame: $(grep -c 'STACK:[1-9]' "$OUT/res_usage.txt")"
 
 echo "== tests"
 python3 -m pytest -q -rs -p no:cacheprovider tests "$@" 2>&1 | tee "$OUT/tests.log" | grep -vE "^SKIPPED" | tail -15
 
 echo "== main job"
 python3 -m activations_ext 2>&1 | tee "$OUT/main.log"
+
+echo "== benchmark"
+python3 -m activations_ext.bench --json "$OUT/bench.json" --plot "$OUT/bench.png" 2> "$OUT/bench.err" | tee "$OUT/bench.txt"
+tail -3 "$OUT/bench.err"

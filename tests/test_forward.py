@@ -11,6 +11,7 @@ from conftest import (
     make_layout,
     odd_sizes,
     random_data,
+    requires_cuda,
 )
 
 
@@ -106,3 +107,16 @@ def test_selu_keeps_precision_near_zero(device):
     # exp(x) - 1 would return 0 or 1-ulp garbage here; expm1 keeps every digit.
     x = -torch.logspace(-12, -3, 101, dtype=torch.float32, device=device)
     assert_matches(torch.ops.act.selu(x).cpu(), FORWARD["selu"][2](x.cpu()), torch.float32)
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_large_tensors_take_the_unrolled_path(dtype):
+    # Past 2^22 16-byte packs the launcher switches to several packs per thread.
+    n = (1 << 22) * (16 // torch.empty((), dtype=dtype).element_size()) + 13
+    x = random_data((n + 1,), dtype, "cuda")[1:]
+    assert_matches(torch.ops.act.selu(x).cpu(), FORWARD["selu"][2](x.cpu()), dtype)
+    g = random_data((n,), dtype, "cuda", seed=2)
+    result = torch.ops.act.selu(x)
+    expected = BACKWARD["selu"][1](g.cpu(), result.cpu())
+    assert_matches(torch.ops.act.selu_backward(g, result).cpu(), expected, dtype, abs_scale=2 * g.cpu())
