@@ -188,7 +188,7 @@ def format_table(rows: list[Row]) -> str:
 
 
 def plot(rows: list[Row], path: str, title: str) -> None:
-    """Bandwidth vs size, one panel per op, one line per implementation and dtype, the copy roofline dashed."""
+    """Bandwidth vs size, one panel per op, one line per implementation and dtype, the copy roofline in grey."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -226,8 +226,15 @@ def plot(rows: list[Row], path: str, title: str) -> None:
                     alpha=0.6,
                     label=f"compile {dtype}",
                 )
-        roof = sorted((r for r in rows if r.op == op), key=lambda r: r.elements)
-        ax.plot([r.elements for r in roof], [r.roofline_gbps for r in roof], "k--", lw=1, label="copy (roofline)")
+            ax.plot(
+                x,
+                [r.roofline_gbps for r in series],
+                "-",
+                color="black",
+                lw=3,
+                alpha=0.15,
+                label="copy (roofline)" if dtype == rows[0].dtype else None,
+            )
         ax.set_xscale("log", base=2)
         ax.set_title(op)
         ax.set_xlabel("elements")
@@ -272,7 +279,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
     parser.add_argument("--plot", metavar="PATH", help="also draw bandwidth vs size to a PNG")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--from-json", metavar="PATH", help="report (and plot) rows saved by --json, measuring nothing")
     args = parser.parse_args(argv)
+
+    if args.from_json:
+        with open(args.from_json) as f:
+            saved = json.load(f)
+        rows = [Row(**r) for r in saved["rows"]]
+        print(f"device: {saved['device']}; torch {saved['torch']}")
+        print(format_table(rows))
+        if args.plot:
+            plot(rows, args.plot, f"activations_ext on {saved['device']}")
+        return 0
 
     device = torch.device(args.device)
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
