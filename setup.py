@@ -49,7 +49,11 @@ def extension() -> cpp_extension.CppExtension:
         "activations_ext._C",
         sources + sorted(glob.glob("kernels/*.cu")),
         define_macros=[("ACT_WITH_CUDA", None)],
-        extra_compile_args={"cxx": cxx_flags, "nvcc": ["-O3", "-lineinfo"]},
+        # ACT_NVCC_FLAGS: extra nvcc flags, e.g. the launch-shape macros scripts/tune_launch.py sweeps.
+        extra_compile_args={
+            "cxx": cxx_flags,
+            "nvcc": ["-O3", "-lineinfo", *os.environ.get("ACT_NVCC_FLAGS", "").split()],
+        },
         py_limited_api=True,
     )
 

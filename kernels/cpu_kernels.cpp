@@ -1,6 +1,5 @@
 // CPU backend: a plain loop per chunk, chunks spread over threads by at::parallel_for.
 #include <ATen/Dispatch.h>
-#include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
 
 #include <array>
@@ -17,7 +16,7 @@ constexpr int64_t kGrainSize = 32768;
 template <typename scalar_t, typename Op, size_t... I>
 void cpu_loop(Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in, int64_t n,
               std::index_sequence<I...>) {
-  using acc_t = at::opmath_type<scalar_t>;
+  using acc_t = typename Op::acc_t;
   // Captured by value: with locals the compiler can see nothing else writes the pointers,
   // so it keeps them in registers and vectorizes the loop.
   at::parallel_for(0, n, kGrainSize, [=](int64_t begin, int64_t end) {
@@ -31,7 +30,7 @@ void cpu_loop(Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in
 
 void cpu_activation(Activation kind, const at::Tensor& out, c10::ArrayRef<at::Tensor> inputs) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "act_cpu", [&] {
-    with_functor<at::opmath_type<scalar_t>>(kind, [&](auto op) {
+    with_functor<scalar_t>(kind, [&](auto op) {
       constexpr int arity = decltype(op)::arity;
       std::array<const scalar_t*, arity> in;
       for (int k = 0; k < arity; ++k) in[k] = inputs[k].const_data_ptr<scalar_t>();

@@ -1,6 +1,5 @@
 // CUDA backend: dtype dispatch, then the generic launcher on the tensor's device and current stream.
 #include <ATen/Dispatch.h>
-#include <ATen/OpMathType.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
@@ -13,11 +12,10 @@ void cuda_activation(Activation kind, const at::Tensor& out, c10::ArrayRef<at::T
   const c10::cuda::CUDAGuard device_guard(out.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(out.device().index());
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "act_cuda", [&] {
-    using acc_t = at::opmath_type<scalar_t>;
-    with_functor<acc_t>(kind, [&](auto op) {
+    with_functor<scalar_t>(kind, [&](auto op) {
       InputPointers<scalar_t, decltype(op)::arity> in;
       for (int k = 0; k < decltype(op)::arity; ++k) in.p[k] = inputs[k].const_data_ptr<scalar_t>();
-      vectorized_elementwise<acc_t>(op, out.mutable_data_ptr<scalar_t>(), in, out.numel(), stream);
+      vectorized_elementwise(op, out.mutable_data_ptr<scalar_t>(), in, out.numel(), stream);
     });
   });
 }

@@ -23,19 +23,30 @@ struct InputPointers {
   const T* p[N];
 };
 
-constexpr int kThreads = 256;
+// Launch shape. The defaults are the best of scripts/tune_launch.py's sweep on an H100; the
+// macros let that script build the alternatives.
+#ifndef ACT_THREADS
+#define ACT_THREADS 128
+#endif
+#ifndef ACT_UNROLL_LARGE
+#define ACT_UNROLL_LARGE 4
+#endif
+#ifndef ACT_LARGE_PACKS_LOG2
+#define ACT_LARGE_PACKS_LOG2 22
+#endif
+constexpr int kThreads = ACT_THREADS;
 // Packs each thread loads before it uses the first: several in flight cover DRAM latency on
 // large tensors, but on mid-size ones they leave too few threads to fill the GPU.
-constexpr int kUnrollLarge = 4;
-// From this many packs (64 MiB of 16-byte packs) every SM stays busy at kUnrollLarge.
-constexpr int64_t kLargePacks = int64_t(1) << 22;
+constexpr int kUnrollLarge = ACT_UNROLL_LARGE;
+// From this many packs (2^22 packs: 64 MiB) every SM stays busy at kUnrollLarge.
+constexpr int64_t kLargePacks = int64_t(1) << ACT_LARGE_PACKS_LOG2;
 
-template <typename acc_t, typename T, typename Op, size_t... I>
+template <typename T, typename Op, size_t... I>
 __device__ __forceinline__ T apply_op(const Op& op, const T (&args)[sizeof...(I)], std::index_sequence<I...>) {
-  return static_cast<T>(op(static_cast<acc_t>(args[I])...));
+  return static_cast<T>(op(static_cast<typename Op::acc_t>(args[I])...));
 }
 
-template <int VEC, int UNROLL, typename acc_t, typename T, typename Op>
+template <int VEC, int UNROLL, typename T, typename Op>
 __global__ void __launch_bounds__(kThreads)
 vectorized_elementwise_kernel(Op op, T* __restrict__ out, InputPointers<T, Op::arity> in, int64_t n,
                               int64_t head, int64_t n_packs) {
@@ -50,7 +61,7 @@ vectorized_elementwise_kernel(Op op, T* __restrict__ out, InputPointers<T, Op::a
     T args[arity];
 #pragma unroll
     for (int k = 0; k < arity; ++k) args[k] = in.p[k][i];
-    out[i] = apply_op<acc_t>(op, args, Seq{});
+    out[i] = apply_op(op, args, Seq{});
   };
   if (thread < head) scalar_element(thread);
   if (tail + thread < n) scalar_element(tail + thread);
@@ -77,7 +88,7 @@ vectorized_elementwise_kernel(Op op, T* __restrict__ out, InputPointers<T, Op::a
           T args[arity];
 #pragma unroll
           for (int k = 0; k < arity; ++k) args[k] = loaded[u][k].v[j];
-          result.v[j] = apply_op<acc_t>(op, args, Seq{});
+          result.v[j] = apply_op(op, args, Seq{});
         }
         out_packs[idx] = result;
       }
@@ -85,20 +96,20 @@ vectorized_elementwise_kernel(Op op, T* __restrict__ out, InputPointers<T, Op::a
   }
 }
 
-template <int VEC, int UNROLL, typename acc_t, typename T, typename Op>
+template <int VEC, int UNROLL, typename T, typename Op>
 void launch_kernel(Op op, T* out, InputPointers<T, Op::arity> in, int64_t n, int64_t head, int64_t n_packs,
                    cudaStream_t stream) {
   constexpr int64_t packs_per_block = int64_t(kThreads) * UNROLL;
   constexpr int64_t max_blocks = (int64_t(1) << 31) - 1;
   const int64_t blocks = std::min(std::max<int64_t>(1, (n_packs + packs_per_block - 1) / packs_per_block), max_blocks);
-  vectorized_elementwise_kernel<VEC, UNROLL, acc_t><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+  vectorized_elementwise_kernel<VEC, UNROLL><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
       op, out, in, n, head, n_packs);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // out[i] = op(in.p[0][i], ...) for i in [0, n). Packs need every pointer at the same offset
 // from a 16-byte boundary; when they disagree (views at different odd offsets) it runs scalar.
-template <typename acc_t, typename T, typename Op>
+template <typename T, typename Op>
 void vectorized_elementwise(Op op, T* out, InputPointers<T, Op::arity> in, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
   constexpr int kBytes = 16;
@@ -107,15 +118,15 @@ void vectorized_elementwise(Op op, T* out, InputPointers<T, Op::arity> in, int64
   bool same_misalignment = true;
   for (int k = 0; k < Op::arity; ++k) same_misalignment &= misalignment(in.p[k]) == misalignment(out);
   if (!same_misalignment) {
-    launch_kernel<1, kUnrollLarge, acc_t>(op, out, in, n, 0, n, stream);
+    launch_kernel<1, kUnrollLarge>(op, out, in, n, 0, n, stream);
     return;
   }
   const int64_t head = std::min<int64_t>(n, (kBytes - misalignment(out)) % kBytes / sizeof(T));
   const int64_t n_packs = (n - head) / kVec;
   if (n_packs >= kLargePacks) {
-    launch_kernel<kVec, kUnrollLarge, acc_t>(op, out, in, n, head, n_packs, stream);
+    launch_kernel<kVec, kUnrollLarge>(op, out, in, n, head, n_packs, stream);
   } else {
-    launch_kernel<kVec, 1, acc_t>(op, out, in, n, head, n_packs, stream);
+    launch_kernel<kVec, 1>(op, out, in, n, head, n_packs, stream);
   }
 }
 
