@@ -1,6 +1,6 @@
 """Sweeps the CUDA launch shape on a GPU: rebuilds the extension per configuration and benchmarks it.
 
-Usage (on the GPU machine, from the repository root): ``python3 scripts/tune_launch.py``. Prints, per
+Usage (on the GPU machine, from the repository root): ``python3 scripts/tune_launch.py [NAME-PART ...]``. Prints, per
 configuration, the geometric mean of ours/torch eager speed per size and the share of the copy roofline;
 the best configuration becomes the default in kernels/vectorized_elementwise.cuh.
 """
@@ -20,6 +20,10 @@ CONFIGS = {
     "unroll 8 large": "-DACT_UNROLL_LARGE=8",
     "unroll 4 from 2^20 packs": "-DACT_LARGE_PACKS_LOG2=20",
     "unroll 4 from 2^24 packs": "-DACT_LARGE_PACKS_LOG2=24",
+    "unroll 4 from 2^16 packs": "-DACT_LARGE_PACKS_LOG2=16",
+    "unroll 4 from 2^18 packs": "-DACT_LARGE_PACKS_LOG2=18",
+    "unroll 2 from 2^16 packs": "-DACT_LARGE_PACKS_LOG2=16 -DACT_UNROLL_LARGE=2",
+    "unroll 2 from 2^18 packs": "-DACT_LARGE_PACKS_LOG2=18 -DACT_UNROLL_LARGE=2",
 }
 BENCH = [
     "--ops",
@@ -61,7 +65,9 @@ def summarize(rows: list[dict]) -> str:
 
 
 def main() -> None:
-    for name, flags in CONFIGS.items():
+    """Sweeps the configurations whose names contain any command-line argument (all without arguments)."""
+    chosen = {n: f for n, f in CONFIGS.items() if not sys.argv[1:] or any(a in n for a in sys.argv[1:])}
+    for name, flags in chosen.items():
         build(flags)
         with tempfile.NamedTemporaryFile(suffix=".json") as f:
             subprocess.run(
