@@ -1,11 +1,23 @@
-"""Builds activations_ext._C: a CUDAExtension when a CUDA toolkit is found, else a CppExtension."""
+"""Builds activations_ext._C against the installed torch: a CUDAExtension when a CUDA toolkit is found, else a
+CppExtension. torch is deliberately not a build requirement: an isolated build would compile against a torch
+other than the one the extension then has to load into."""
 
 import glob
 import os
+import sys
 
-import torch
 from setuptools import setup
-from torch.utils import cpp_extension
+
+try:
+    import torch
+    from torch.utils import cpp_extension
+except ImportError:
+    sys.exit(
+        "activations_ext: the build needs the torch it will run with, and cannot see one. Install torch first,\n"
+        "then build without isolation so the build uses it:\n"
+        "    pip install torch && pip install --no-build-isolation .\n"
+        "(A torch extension only loads in the torch release it was compiled against.)"
+    )
 
 # Ampere, Ada, Hopper, plus PTX for newer GPUs; used only when no GPU is visible to pick from.
 DEFAULT_CUDA_ARCHS = "8.0;8.6;8.9;9.0+PTX"
@@ -58,7 +70,19 @@ def extension() -> cpp_extension.CppExtension:
     )
 
 
+def write_build_info() -> None:
+    """Records the torch this build compiles against, for the import-time check in activations_ext."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "activations_ext", "_build_info.py"), "w") as f:
+        f.write(
+            f'"""Written by setup.py: the torch this build of the extension was compiled against."""\n\n'
+            f'TORCH_VERSION = "{torch.__version__}"\n'
+        )
+
+
+write_build_info()
 setup(
+    # Pinned to the release compiled against: the extension does not load in another.
+    install_requires=[f"torch=={torch.__version__.split('+')[0]}"],
     ext_modules=[extension()],
     cmdclass={"build_ext": cpp_extension.BuildExtension},
     options={"bdist_wheel": {"py_limited_api": "cp310"}},

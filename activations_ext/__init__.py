@@ -5,11 +5,16 @@ CPU/CUDA kernels and their autograd; this package adds the fake (meta) kernels t
 ``torch.compile`` needs and the Python API below.
 """
 
-import torch  # noqa: F401  (loads libtorch, which the extension links against, first)
+import torch
 
-from activations_ext import _C, _fake  # noqa: F401  (imported for their registrations)
-from activations_ext.functional import relu, selu
-from activations_ext.modules import SELU, ReLU
+from activations_ext._build_info import TORCH_VERSION
+from activations_ext._version_check import check_torch_version
+
+check_torch_version(torch.__version__, TORCH_VERSION)  # before loading _C, which would fail obscurely
+
+from activations_ext import _C, _fake  # noqa: E402, F401  (imported for their registrations)
+from activations_ext.functional import relu, selu  # noqa: E402
+from activations_ext.modules import SELU, ReLU  # noqa: E402
 
 __all__ = ["SELU", "ReLU", "relu", "selu"]
 __version__ = "0.1.0"

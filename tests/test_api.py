@@ -94,3 +94,15 @@ def test_fake_kernels_reject_bad_input_like_the_real_ones():
         with pytest.raises(RuntimeError, match="expected out of the shape of x"):
             torch.ops.act.relu(x, out=torch.empty(4, 3))
         assert torch.ops.act.selu(x.t()).stride() == (1, 4)
+
+
+def test_torch_version_mismatch_is_a_clear_import_error():
+    from activations_ext._build_info import TORCH_VERSION
+    from activations_ext._version_check import check_torch_version
+
+    assert TORCH_VERSION.split("+")[0] == torch.__version__.split("+")[0]
+    check_torch_version("2.14.1+cu130", "2.14.1+cpu")  # same release, other build variant: fine
+    with pytest.raises(
+        ImportError, match=r"compiled against torch 2\.14\.1\+cu130, but torch 2\.11\.0\+cu130 is installed\. Rebuild"
+    ):
+        check_torch_version("2.11.0+cu130", "2.14.1+cu130")
