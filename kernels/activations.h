@@ -52,8 +52,9 @@ struct SeluBackward {
   static constexpr int arity = 2;
   C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t result) const {
     constexpr acc_t neg_coef = acc_t(kSeluAlpha) * acc_t(kSeluScale);
-    // One multiply by a selected factor: branch-free, so the CPU loop vectorizes.
-    return grad * (result <= acc_t(0) ? result + neg_coef : acc_t(kSeluScale));
+    // One multiply by a selected factor: branch-free, so the CPU loop vectorizes. A NaN result
+    // takes the negative branch and yields NaN, as torch's elu_backward does.
+    return grad * (result > acc_t(0) ? acc_t(kSeluScale) : result + neg_coef);
   }
 };
 
@@ -62,8 +63,8 @@ struct ReluForward {
   using acc_t = at::opmath_type<scalar_t>;
   static constexpr int arity = 1;
   C10_HOST_DEVICE acc_t operator()(acc_t x) const {
-    // NaN fails both comparisons and passes through, as torch.relu lets it.
-    return x > acc_t(0) || x != x ? x : acc_t(0);
+    // NaN and -0.0 pass through unchanged, as torch.relu lets them.
+    return x < acc_t(0) ? acc_t(0) : x;
   }
 };
 

@@ -26,6 +26,13 @@ echo "LDG.E.128: $(grep -c 'LDG.E.128' "$sass")  STG.E.128: $(grep -c 'STG.E.128
 echo "== tests"
 python3 -m pytest -q -rs -p no:cacheprovider tests "$@" 2>&1 | tee "$OUT/tests.log" | grep -vE "^SKIPPED" | tail -15
 
+echo "== compute-sanitizer (our kernels only)"
+for tool in memcheck racecheck initcheck; do
+    PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool "$tool" --kernel-name kns=vectorized_elementwise_kernel \
+        --error-exitcode 1 python3 scripts/sanitizer_cases.py > "/tmp/sanitizer_$tool.log" 2>&1
+    echo "$tool: exit $? | $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|sanitizer cases' "/tmp/sanitizer_$tool.log" | tr '\n' ' ')"
+done
+
 echo "== main job"
 python3 -m activations_ext 2>&1 | tee "$OUT/main.log"
 

@@ -1,0 +1,328 @@
+"""Hardening: ulp-level numerics, special values, arbitrary layouts with guard regions, huge tensors,
+streams, CUDA graphs, soak and threads."""
+
+import math
+import threading
+
+import pytest
+import torch
+from conftest import BACKWARD, DTYPES, FORWARD, HAS_CUDA, SELU_ALPHA, SELU_SCALE, requires_cuda, selu_ref
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import activations_ext
+
+
+def ulp_error(actual: torch.Tensor, expected64: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """|actual - expected| in units of `dtype`'s spacing at the expected value."""
+    expected = expected64.to(dtype).double().abs()
+    finfo = torch.finfo(dtype)
+    binade = torch.exp2(torch.floor(torch.log2(expected.clamp_min(finfo.tiny))))
+    spacing = binade * finfo.eps
+    return (actual.double() - expected64).abs() / spacing
+
+
+def float32_selu_inputs() -> torch.Tensor:
+    """The whole range: both branches, tiny negatives where expm1 matters, saturation below -88."""
+    return torch.cat(
+        [
+            torch.linspace(-120, 90, 200_001, dtype=torch.float64),
+            -torch.logspace(-12, -3, 20_001, dtype=torch.float64),
+            torch.logspace(-12, -3, 1_001, dtype=torch.float64),
+            -torch.logspace(-44, -38, 101, dtype=torch.float64),  # subnormal and tiny normal negatives
+        ]
+    ).float()
+
+
+def test_selu_float32_within_2_ulp(device):
+    x = float32_selu_inputs().to(device)
+    error = ulp_error(torch.ops.act.selu(x).cpu(), selu_ref(x.cpu()), torch.float32)
+    assert error.max() <= 2.0, f"max {error.max():.2f} ulp at x={x.cpu()[error.argmax()].item()!r}"
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_types_within_one_rounding_of_float32(device, dtype):
+    x = float32_selu_inputs().to(dtype).unique().to(device)
+    for op, ref in (("selu", selu_ref), ("relu", lambda t: t.double().clamp_min(0))):
+        ours = getattr(torch.ops.act, op)(x).cpu()
+        float32_result = ref(x.cpu().float()).float()
+        error = ulp_error(ours, float32_result.double(), dtype)
+        assert error.max() <= 1.0, f"{op}: {error.max():.2f} ulp from the float32 result"
+
+
+SPECIAL = [float("nan"), -float("nan"), float("inf"), -float("inf"), 0.0, -0.0, -100.0, -88.5, 3.0, -3.0]
+
+
+def special_values(dtype: torch.dtype, device: str) -> torch.Tensor:
+    tiny, smallest = torch.finfo(dtype).tiny, torch.finfo(dtype).smallest_normal / 4  # a subnormal
+    return torch.tensor(SPECIAL + [tiny, -tiny, smallest, -smallest], dtype=dtype, device=device)
+
+
+def bits(t: torch.Tensor) -> list[int]:
+    return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]).tolist()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_special_values_match_torch_bit_for_bit(device, dtype):
+    x = special_values(dtype, device)
+    g = torch.linspace(-2, 2, x.numel(), dtype=dtype, device=device)
+    cases = {
+        "selu": (torch.ops.act.selu(x), torch.selu(x)),
+        "relu": (torch.ops.act.relu(x), torch.relu(x)),
+        "selu_": (torch.ops.act.selu_(x.clone()), torch.selu_(x.clone())),
+        "relu.out": (torch.ops.act.relu(x, out=torch.empty_like(x)), torch.relu(x)),
+        "selu_backward": (
+            torch.ops.act.selu_backward(g, torch.selu(x)),
+            torch.ops.aten.elu_backward(g, SELU_ALPHA, SELU_SCALE, 1.0, True, torch.selu(x)),
+        ),
+        "relu_backward": (
+            torch.ops.act.relu_backward(g, torch.relu(x)),
+            torch.ops.aten.threshold_backward(g, torch.relu(x), 0),
+        ),
+    }
+    for name, (ours, theirs) in cases.items():
+        if name == "selu_backward":
+            # torch's own elu_backward is not consistent for a NaN result: its vectorized CPU loop returns
+            # NaN, its scalar tail grad * scale. Ours always returns NaN; the other values must agree.
+            finite = ~torch.selu(x).isnan()
+            assert ours[~finite].isnan().all()
+            ours, theirs = ours[finite], theirs[finite]
+        assert bits(ours) == bits(theirs), f"{name}: ours {ours.tolist()} vs torch {theirs.tolist()}"
+
+
+# --- any layout, with guard regions ---------------------------------------------------------------
+PRIME_SIZES = [1, 2, 3, 5, 7, 11, 13, 17]
+GUARD = 64
+
+
+@st.composite
+def layouts(draw: st.DrawFn) -> dict:
+    rank = draw(st.integers(0, 5))
+    return {
+        "sizes": draw(st.lists(st.sampled_from(PRIME_SIZES), min_size=rank, max_size=rank)),
+        "steps": draw(st.lists(st.integers(1, 3), min_size=rank, max_size=rank)),
+        "perm": draw(st.permutations(range(rank))),
+        "offset": draw(st.integers(0, 9)),
+    }
+
+
+def strided_view(buffer: torch.Tensor, layout: dict) -> torch.Tensor:
+    """A view of `buffer` (past a guard region) with the layout's sizes, steps, permutation and offset."""
+    dense = [(n - 1) * s + 1 for n, s in zip(layout["sizes"], layout["steps"], strict=True)]
+    start = GUARD + layout["offset"]
+    view = buffer[start : start + math.prod(dense)].view(dense)
+    view = view[tuple(slice(None, None, s) for s in layout["steps"])]
+    return view.permute(layout["perm"]) if layout["sizes"] else view
+
+
+def guarded(layout: dict, dtype: torch.dtype, device: str, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A random buffer with guard regions either side, and the layout's view into it."""
+    dense = math.prod((n - 1) * s + 1 for n, s in zip(layout["sizes"], layout["steps"], strict=True))
+    g = torch.Generator().manual_seed(seed)
+    buffer = (torch.randn(2 * GUARD + layout["offset"] + dense, generator=g, dtype=torch.float64) * 4).to(
+        dtype=dtype, device=device
+    )
+    return buffer, strided_view(buffer, layout)
+
+
+def outside(buffer: torch.Tensor, layout: dict) -> torch.Tensor:
+    """Mask of the buffer's elements that the view does not cover."""
+    mask = torch.ones(buffer.numel(), dtype=torch.bool, device=buffer.device)
+    strided_view(mask, layout).fill_(False)
+    return mask
+
+
+HYPOTHESIS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@HYPOTHESIS
+@given(
+    layout=layouts(),
+    out_layout=layouts(),
+    dtype=st.sampled_from(DTYPES),
+    op=st.sampled_from(["selu", "relu"]),
+    form=st.sampled_from(["functional", "inplace", "out"]),
+)
+def test_any_layout_writes_exactly_its_target(device, layout, out_layout, dtype, op, form):
+    functional, inplace, ref = FORWARD[op]
+    buffer, x = guarded(layout, dtype, device, seed=1)
+    before = buffer.clone()
+    expected = ref(x.cpu())
+    if form == "functional":
+        result = functional(x)
+        assert torch.equal(buffer, before)
+    elif form == "inplace":
+        result = inplace(x)
+        assert result is x
+        assert torch.equal(buffer[outside(buffer, layout)], before[outside(buffer, layout)])
+    else:
+        out_layout = dict(out_layout, sizes=layout["sizes"], steps=out_layout["steps"][: len(layout["sizes"])])
+        out_layout["steps"] += [1] * (len(layout["sizes"]) - len(out_layout["steps"]))
+        out_layout["perm"] = list(range(len(layout["sizes"])))[::-1]
+        out_buffer, out = guarded(out_layout, dtype, device, seed=2)
+        out_before = out_buffer.clone()
+        result = getattr(torch.ops.act, op)(x, out=out)
+        assert result is out
+        assert torch.equal(buffer, before)
+        mask = outside(out_buffer, out_layout)
+        assert torch.equal(out_buffer[mask], out_before[mask])
+    torch.testing.assert_close(result.cpu().double(), expected, rtol=1e-2 if dtype.itemsize == 2 else 1e-6, atol=1e-30)
+
+
+@HYPOTHESIS
+@given(layout=layouts(), dtype=st.sampled_from(DTYPES), op=st.sampled_from(["selu", "relu"]))
+def test_backward_any_layout(device, layout, dtype, op):
+    backward, ref = BACKWARD[op]
+    buffer, grad = guarded(layout, dtype, device, seed=3)
+    result = FORWARD[op][0](torch.randn(grad.shape, dtype=torch.float64).to(dtype=dtype, device=device))
+    before = buffer.clone()
+    grad_input = backward(grad, result)
+    assert torch.equal(buffer, before)
+    torch.testing.assert_close(grad_input.cpu().double(), ref(grad.cpu(), result.cpu()), rtol=2e-2, atol=1e-2)
+
+
+# --- CUDA: huge tensors, streams, devices, graphs -------------------------------------------------
+def big_enough_gpu(gib: int) -> bool:
+    return HAS_CUDA and torch.cuda.get_device_properties(0).total_memory >= gib * 2**30
+
+
+@pytest.mark.skipif(not big_enough_gpu(40), reason="needs a CUDA GPU with 40 GiB")
+def test_more_than_2_pow_31_elements():
+    n = 2**31 + 4097
+    x = torch.randn(n, dtype=torch.bfloat16, device="cuda")
+    spots = [slice(0, 4096), slice(2**31 - 2048, 2**31 + 2048), slice(n - 4096, n)]
+    inputs = [x[s].clone() for s in spots]
+    y = torch.ops.act.selu(x)
+    for s, x_spot in zip(spots, inputs, strict=True):
+        torch.testing.assert_close(y[s], torch.selu(x_spot))
+    g = torch.randn(n, dtype=torch.bfloat16, device="cuda")
+    grad = torch.ops.act.selu_backward(g, y)
+    for s in spots:
+        expected = torch.ops.aten.elu_backward(g[s], SELU_ALPHA, SELU_SCALE, 1.0, True, y[s])
+        torch.testing.assert_close(grad[s], expected)
+    del g, grad, y
+    torch.ops.act.relu_(x)
+    for s, x_spot in zip(spots, inputs, strict=True):
+        torch.testing.assert_close(x[s], torch.relu(x_spot))
+
+
+@requires_cuda
+def test_runs_on_the_current_stream():
+    side = torch.cuda.Stream()
+    source = torch.randn(1 << 24, device="cuda")
+    x = torch.full_like(source, float("nan"))
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(50_000_000)  # keeps `side` busy, so a launch on another stream would read NaN
+        x.copy_(source)
+        y = torch.ops.act.selu(x)
+        torch.ops.act.relu_(x)
+    side.synchronize()
+    torch.testing.assert_close(y, torch.selu(source))
+    torch.testing.assert_close(x, torch.relu(source))
+
+
+@pytest.mark.skipif(not HAS_CUDA or torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")
+def test_runs_on_the_tensors_device():
+    x = torch.randn(4099, device="cuda:1")
+    x_before = x.clone()
+    with torch.cuda.device(0):
+        y = torch.ops.act.selu(x)
+        torch.ops.act.relu_(x)
+    assert y.device == x.device
+    torch.testing.assert_close(y, torch.selu(x_before))
+    torch.testing.assert_close(x, torch.relu(x_before))
+
+
+@requires_cuda
+def test_cuda_graph_capture_and_replay():
+    x = torch.randn(1 << 20, device="cuda")
+    g = torch.randn_like(x)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm up outside capture, as CUDA graphs require
+        torch.ops.act.selu(x)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = torch.ops.act.selu(x)
+        grad = torch.ops.act.selu_backward(g, y)
+        torch.ops.act.relu_(y)
+    for seed in range(3):
+        x.copy_(torch.randn(x.shape, generator=torch.Generator().manual_seed(seed)).cuda())
+        graph.replay()
+        expected = torch.ops.act.selu(x)
+        assert torch.equal(grad, torch.ops.act.selu_backward(g, expected))
+        assert torch.equal(y, torch.relu(expected))
+
+
+# --- soak and threads -------------------------------------------------------------------------------
+def allocated(device: str) -> int:
+    if device == "cuda":
+        torch.cuda.synchronize()
+        return torch.cuda.memory_allocated()
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096  # resident bytes
+
+
+def test_soak_mixed_calls_do_not_grow_memory(device):
+    tensors = {
+        (dtype, n): torch.randn(n, dtype=torch.float64).to(dtype=dtype, device=device)
+        for dtype in DTYPES
+        for n in (1, 7, 1024, 4099)
+    }
+    calls = [
+        lambda t: torch.ops.act.selu(t),
+        lambda t: torch.ops.act.relu(t),
+        lambda t: torch.ops.act.selu(t, out=torch.empty_like(t)),
+        lambda t: torch.ops.act.relu_(t.clone()),
+        lambda t: torch.ops.act.selu_backward(t, t),
+        lambda t: torch.ops.act.relu_backward(t, t.t() if t.dim() == 2 else t),
+    ]
+    keys = list(tensors)
+    for i in range(2000):  # warm the allocators
+        calls[i % len(calls)](tensors[keys[i % len(keys)]])
+    start = allocated(device)
+    for i in range(100_000):
+        calls[i % len(calls)](tensors[keys[(i * 7) % len(keys)]])
+    growth = allocated(device) - start
+    limit = 0 if device == "cuda" else 16 * 2**20
+    assert growth <= limit, f"memory grew by {growth} bytes over 10^5 calls"
+    for key, t in tensors.items():
+        torch.testing.assert_close(
+            torch.ops.act.selu(t).cpu().double(), selu_ref(t.cpu()), rtol=1e-2, atol=1e-30, msg=str(key)
+        )
+
+
+def test_two_threads_at_once(device):
+    results: dict[int, bool] = {}
+
+    def worker(index: int) -> None:
+        x = torch.randn(10_007, generator=torch.Generator().manual_seed(index)).to(device)
+        expected = activations_ext.selu(x)
+        ok = True
+        for _ in range(2000):
+            ok &= torch.equal(activations_ext.selu(x), expected)
+            ok &= torch.equal(torch.ops.act.relu_backward(x, expected), torch.where(expected > 0, x, 0))
+        results[index] = ok
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert results == {0: True, 1: True}
+
+
+# --- bad input leaves everything as it was ------------------------------------------------------------
+def test_refused_calls_leave_their_tensors_unchanged(device):
+    x = torch.randn(4, 5, device=device)
+    out = torch.full((5, 4), 7.0, device=device)
+    x_before = x.clone()
+    with pytest.raises(RuntimeError, match="shape"):
+        torch.ops.act.selu(x, out=out)
+    with pytest.raises(TypeError, match="dtype"):
+        torch.ops.act.relu(x, out=torch.full((4, 5), 7.0, device=device, dtype=torch.float64))
+    with pytest.raises(RuntimeError, match="shape"):
+        torch.ops.act.selu_backward(out, x)
+    assert torch.equal(x, x_before) and torch.equal(out, torch.full((5, 4), 7.0, device=device))
