@@ -156,9 +156,10 @@ def test_any_layout_writes_exactly_its_target(device, layout, out_layout, dtype,
         assert result is x
         assert torch.equal(buffer[outside(buffer, layout)], before[outside(buffer, layout)])
     else:
-        out_layout = dict(out_layout, sizes=layout["sizes"], steps=out_layout["steps"][: len(layout["sizes"])])
-        out_layout["steps"] += [1] * (len(layout["sizes"]) - len(out_layout["steps"]))
-        out_layout["perm"] = list(range(len(layout["sizes"])))[::-1]
+        # Another layout of x's shape: reversed dimensions (permuted back), its own steps and offset.
+        rank = x.dim()
+        steps = (out_layout["steps"] + [1] * rank)[:rank]
+        out_layout = dict(out_layout, sizes=list(x.shape)[::-1], steps=steps, perm=list(range(rank))[::-1])
         out_buffer, out = guarded(out_layout, dtype, device, seed=2)
         out_before = out_buffer.clone()
         result = getattr(torch.ops.act, op)(x, out=out)
