@@ -1,7 +1,8 @@
 #pragma once
 // The scalar math of every op, shared by the CPU loop and the CUDA launcher.
-// Each functor is instantiated for a storage type `scalar_t`, computes in `acc_t` (float for
-// float/half/bfloat16, double for double) and says how many tensor inputs it reads.
+// Each functor is instantiated for a storage type `scalar_t`, computes in `acc_t` (for the
+// arithmetic ops float for float/half/bfloat16, double for double) and says how many tensor
+// inputs it reads.
 
 #include <ATen/OpMathType.h>
 #include <c10/macros/Macros.h>
@@ -58,20 +59,26 @@ struct SeluBackward {
   }
 };
 
+// ReLU only selects, so it works on the stored values themselves (acc_t = scalar_t): no round trip
+// through float that would change a 16-bit NaN's bits.
 template <typename scalar_t>
 struct ReluForward {
-  using acc_t = at::opmath_type<scalar_t>;
+  using acc_t = scalar_t;
   static constexpr int arity = 1;
   C10_HOST_DEVICE acc_t operator()(acc_t x) const {
-    // NaN and -0.0 pass through unchanged, as torch.relu lets them.
+    // NaN passes through. torch.relu keeps -0.0 on the CPU and returns +0.0 for it on CUDA.
+#ifdef __CUDA_ARCH__
+    return x <= acc_t(0) ? acc_t(0) : x;
+#else
     return x < acc_t(0) ? acc_t(0) : x;
+#endif
   }
 };
 
 // threshold_backward's rule: the gradient is dropped wherever the result is <= 0.
 template <typename scalar_t>
 struct ReluBackward {
-  using acc_t = at::opmath_type<scalar_t>;
+  using acc_t = scalar_t;
   static constexpr int arity = 2;
   C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t result) const {
     return result <= acc_t(0) ? acc_t(0) : grad;

@@ -28,7 +28,7 @@ python3 -m pytest -q -rs -p no:cacheprovider tests "$@" 2>&1 | tee "$OUT/tests.l
 
 echo "== compute-sanitizer (our kernels only)"
 for tool in memcheck racecheck initcheck; do
-    PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool "$tool" --kernel-name kns=vectorized_elementwise_kernel \
+    PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${SANITIZER_TIMEOUT:-100}" compute-sanitizer --tool "$tool" --kernel-name kns=vectorized_elementwise_kernel \
         --error-exitcode 1 python3 scripts/sanitizer_cases.py > "/tmp/sanitizer_$tool.log" 2>&1
     echo "$tool: exit $? | $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|sanitizer cases' "/tmp/sanitizer_$tool.log" | tr '\n' ' ')"
 done
