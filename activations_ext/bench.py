@@ -209,23 +209,19 @@ def plot(rows: list[Row], path: str, title: str) -> None:
                 continue
             x = [r.elements for r in series]
             (line,) = ax.plot(x, [r.gbps(r.ours_us) for r in series], "o-", label=f"ours {dtype}")
-            ax.plot(
-                x,
-                [r.gbps(r.torch_us) for r in series],
-                "s--",
-                color=line.get_color(),
-                alpha=0.6,
-                label=f"torch {dtype}",
-            )
-            if all(r.compile_us for r in series):
-                ax.plot(
-                    x,
-                    [r.gbps(r.compile_us) for r in series],
-                    "^:",
-                    color=line.get_color(),
-                    alpha=0.6,
-                    label=f"compile {dtype}",
-                )
+            for name, style, times in (
+                ("torch", "s--", [r.torch_us for r in series]),
+                ("compile", "^:", [r.compile_us for r in series]),
+            ):
+                if all(times):
+                    ax.plot(
+                        x,
+                        [r.gbps(t) for r, t in zip(series, times, strict=True)],
+                        style,
+                        color=line.get_color(),
+                        alpha=0.6,
+                        label=f"{name} {dtype}",
+                    )
             ax.plot(
                 x,
                 [r.roofline_gbps for r in series],
