@@ -41,13 +41,24 @@ def extension() -> cpp_extension.CppExtension:
         "kernels/module.cpp",
     ]
     # -fno-trapping-math lets the CPU loops compute both branches and select (it changes no result).
-    cxx_flags = ["-O3", "-fno-trapping-math", "-DPy_LIMITED_API=0x030A0000"]
+    # ACT_CXX_FLAGS / ACT_LDFLAGS: extra flags, e.g. for the sanitizer build in scripts/sanitize_cpu.sh.
+    cxx_flags = [
+        "-O3",
+        "-fno-trapping-math",
+        "-DPy_LIMITED_API=0x030A0000",
+        *os.environ.get("ACT_CXX_FLAGS", "").split(),
+    ]
+    link_flags = os.environ.get("ACT_LDFLAGS", "").split()
     cuda_home = find_cuda_home()
     use_cuda = cuda_home is not None and torch.version.cuda is not None and os.environ.get("ACT_FORCE_CPU") != "1"
     if not use_cuda:
         print("activations_ext: building the CPU-only extension (no CUDA toolkit, or a CPU build of torch)")
         return cpp_extension.CppExtension(
-            "activations_ext._C", sources, extra_compile_args={"cxx": cxx_flags}, py_limited_api=True
+            "activations_ext._C",
+            sources,
+            extra_compile_args={"cxx": cxx_flags},
+            extra_link_args=link_flags,
+            py_limited_api=True,
         )
     os.environ["CUDA_HOME"] = cuda_home
     cpp_extension.CUDA_HOME = cuda_home
@@ -61,6 +72,7 @@ def extension() -> cpp_extension.CppExtension:
         "activations_ext._C",
         sources + sorted(glob.glob("kernels/*.cu")),
         define_macros=[("ACT_WITH_CUDA", None)],
+        extra_link_args=link_flags,
         # ACT_NVCC_FLAGS: extra nvcc flags, e.g. the launch-shape macros scripts/tune_launch.py sweeps.
         extra_compile_args={
             "cxx": cxx_flags,
