@@ -13,6 +13,11 @@ from activations_ext._version_check import check_torch_version
 check_torch_version(torch.__version__, TORCH_VERSION)  # before loading _C, which would fail obscurely
 
 from activations_ext import _C, _fake  # noqa: E402, F401  (imported for their registrations)
+
+if torch.distributed.is_available():
+    from activations_ext import _sharding
+
+    _sharding.register()
 from activations_ext.functional import relu, selu  # noqa: E402
 from activations_ext.modules import SELU, ReLU  # noqa: E402
 

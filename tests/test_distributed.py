@@ -1,0 +1,84 @@
+"""The ops on DTensor: two gloo ranks on this machine, each check against the plain-tensor result."""
+
+import socket
+import time
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not available")
+
+WORLD = 2
+TIMEOUT_S = 240
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def checks(rank: int) -> None:
+    """Runs on every rank; raises on any mismatch."""
+    from torch.distributed.tensor import DeviceMesh, DTensor, Partial, Replicate, Shard, distribute_tensor
+
+    import activations_ext  # noqa: F401  (registers the ops and their sharding rules)
+
+    mesh = DeviceMesh("cpu", list(range(WORLD)))
+    x = torch.randn(8, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    g = torch.randn(8, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    for placement in (Shard(0), Shard(1), Replicate(), Partial()):
+        if isinstance(placement, Partial):  # each rank holds half: the logical tensor is x
+            dx = DTensor.from_local(x / WORLD, mesh, [placement])
+        else:
+            dx = distribute_tensor(x, mesh, [placement])
+        for op in ("selu", "relu"):
+            plain = getattr(torch, op)
+            leaf = dx.detach().requires_grad_()
+            y = getattr(torch.ops.act, op)(leaf)
+            assert not any(isinstance(p, Partial) for p in y.placements), f"{op}: {y.placements}"
+            torch.testing.assert_close(y.full_tensor(), plain(x))
+            (grad,) = torch.autograd.grad(y.sum() * 1.5, leaf)
+            xr = x.clone().requires_grad_()
+            (expected,) = torch.autograd.grad(plain(xr).sum() * 1.5, xr)
+            torch.testing.assert_close(grad.full_tensor(), expected)
+            if isinstance(placement, Partial):
+                with pytest.raises(RuntimeError, match="in-place operations that require placement changes"):
+                    getattr(torch.ops.act, op + "_")(dx.detach().clone())
+                continue
+            target = dx.detach().clone()
+            getattr(torch.ops.act, op + "_")(target)
+            assert target.placements == dx.placements
+            torch.testing.assert_close(target.full_tensor(), plain(x))
+            out = torch.empty_like(dx)
+            getattr(torch.ops.act, op)(dx, out=out)
+            torch.testing.assert_close(out.full_tensor(), plain(x))
+            # Backward ops on differing placements: redistributed to one.
+            dg = distribute_tensor(
+                g, mesh, [Shard(1) if isinstance(placement, Shard) and placement.dim == 0 else Shard(0)]
+            )
+            result = getattr(torch.ops.act, op)(dx)
+            grad_input = getattr(torch.ops.act, op + "_backward")(dg, result)
+            torch.testing.assert_close(grad_input.full_tensor(), getattr(torch.ops.act, op + "_backward")(g, plain(x)))
+            with pytest.raises(RuntimeError, match="mixed torch.Tensor and DTensor|DTensor"):
+                getattr(torch.ops.act, op + "_backward")(g, result)
+
+
+def worker(rank: int, port: int) -> None:
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD)
+    try:
+        checks(rank)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_ops_on_dtensor_two_gloo_ranks():
+    context = mp.start_processes(worker, args=(free_port(),), nprocs=WORLD, join=False, start_method="spawn")
+    deadline = time.monotonic() + TIMEOUT_S
+    while not context.join(timeout=5):
+        if time.monotonic() > deadline:
+            for process in context.processes:
+                process.kill()
+            pytest.fail(f"the ranks did not finish within {TIMEOUT_S} s")
