@@ -82,3 +82,30 @@ def test_ops_on_dtensor_two_gloo_ranks():
             for process in context.processes:
                 process.kill()
             pytest.fail(f"the ranks did not finish within {TIMEOUT_S} s")
+
+
+@pytest.mark.parametrize("variant", [[], ["--sequence-parallel"]], ids=["tensor-parallel", "sequence-parallel"])
+def test_tensor_parallel_example_matches_single_device(variant):
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "tensor_parallel.py"
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        str(WORLD),
+        "--master-port",
+        str(free_port()),
+        str(example),
+        "--steps",
+        "3",
+        *variant,
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert result.returncode == 0, result.stderr[-3000:]
+    differences = [float(d) for d in re.findall(r"difference (\S+)", result.stdout)]
+    assert len(differences) == 3 and max(differences) < 1e-5, result.stdout
