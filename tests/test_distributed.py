@@ -84,14 +84,18 @@ def test_ops_on_dtensor_two_gloo_ranks():
             pytest.fail(f"the ranks did not finish within {TIMEOUT_S} s")
 
 
-@pytest.mark.parametrize("variant", [[], ["--sequence-parallel"]], ids=["tensor-parallel", "sequence-parallel"])
-def test_tensor_parallel_example_matches_single_device(variant):
+@pytest.mark.parametrize(
+    ("script", "variant"),
+    [("tensor_parallel.py", []), ("tensor_parallel.py", ["--sequence-parallel"]), ("fsdp2.py", [])],
+    ids=["tensor-parallel", "sequence-parallel", "fsdp2"],
+)
+def test_examples_match_single_device(script, variant):
     import re
     import subprocess
     import sys
     from pathlib import Path
 
-    example = Path(__file__).resolve().parents[1] / "examples" / "tensor_parallel.py"
+    example = Path(__file__).resolve().parents[1] / "examples" / script
     command = [
         sys.executable,
         "-m",
