@@ -15,5 +15,6 @@ ACT_FORCE_CPU=1 MAX_JOBS=2 ACT_CXX_FLAGS="-fsanitize=address,undefined -fno-sani
 export LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
     ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 PYTHONPATH="$work"
 "$python" -c "import activations_ext as a; assert a.__file__.startswith('$work'), a.__file__; print('sanitized build:', a._C.__file__)"
-nm -D activations_ext/_C*.so | grep -q __asan_report || { echo "the build is not instrumented"; exit 1; }
+# grep -c reads all of nm's output: grep -q would stop early and fail the pipeline (pipefail).
+[ "$(nm -D activations_ext/_C*.so | grep -c __asan_report)" -gt 0 ] || { echo "the build is not instrumented"; exit 1; }
 "$python" -m pytest -q -p no:cacheprovider tests -k "cpu and not compile and not opcheck and not soak" -x
