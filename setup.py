@@ -24,11 +24,15 @@ DEFAULT_CUDA_ARCHS = "8.0;8.6;8.9;9.0+PTX"
 
 
 def find_cuda_home() -> str | None:
-    """The CUDA toolkit to build with: torch's own search, then the usual install path."""
-    if cpp_extension.CUDA_HOME is not None:
-        return cpp_extension.CUDA_HOME
-    if os.path.exists("/usr/local/cuda/bin/nvcc"):
-        return "/usr/local/cuda"
+    """The CUDA toolkit to build with: CUDA_HOME/CUDA_PATH, torch's own guess, then /usr/local/cuda.
+
+    torch guesses from the nvcc on PATH, which can be a wrapper outside the toolkit (e.g. /usr/local/bin/nvcc
+    giving /usr/local); a candidate counts only if it holds the runtime headers.
+    """
+    candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), cpp_extension.CUDA_HOME, "/usr/local/cuda"]
+    for home in candidates:
+        if home and os.path.exists(os.path.join(home, "include", "cuda_runtime.h")):
+            return home
     return None
 
 
