@@ -6,13 +6,11 @@ the printed loss is the mean over all ranks, which equals the single-device loss
 """
 
 import argparse
-import copy
 import os
 
 import torch
 import torch.distributed as dist
-from tensor_parallel import Block
-from torch.distributed.device_mesh import init_device_mesh
+from tensor_parallel import init_distributed, twin_blocks
 from torch.distributed.fsdp import fully_shard
 
 
@@ -23,16 +21,8 @@ def main() -> None:
     args = parser.parse_args()
 
     world = int(os.environ["WORLD_SIZE"])
-    use_cuda = torch.cuda.is_available() and torch.cuda.device_count() >= world
-    device = "cuda" if use_cuda else "cpu"
-    if use_cuda:
-        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
-    dist.init_process_group("nccl" if use_cuda else "gloo")
-    mesh = init_device_mesh(device, (world,))
-
-    torch.manual_seed(0)
-    single = Block(32, 128).to(device)
-    sharded = copy.deepcopy(single)
+    device, mesh = init_distributed()
+    single, sharded = twin_blocks(device)
     fully_shard(sharded.up, mesh=mesh)
     fully_shard(sharded.down, mesh=mesh)
     fully_shard(sharded, mesh=mesh)

@@ -11,7 +11,7 @@ import os
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.tensor import Shard
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
@@ -32,6 +32,24 @@ class Block(nn.Module):
         return self.down(self.act(self.up(x)))
 
 
+def init_distributed() -> tuple[str, DeviceMesh]:
+    """Joins the torchrun job: NCCL on one GPU per rank when there are enough GPUs, else gloo on the CPU."""
+    world = int(os.environ["WORLD_SIZE"])
+    use_cuda = torch.cuda.is_available() and torch.cuda.device_count() >= world
+    device = "cuda" if use_cuda else "cpu"
+    if use_cuda:
+        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    dist.init_process_group("nccl" if use_cuda else "gloo")
+    return device, init_device_mesh(device, (world,))
+
+
+def twin_blocks(device: str) -> tuple[Block, Block]:
+    """Two identically initialized blocks: one to keep on a single device, one to distribute."""
+    torch.manual_seed(0)
+    single = Block(32, 128).to(device)
+    return single, copy.deepcopy(single)
+
+
 def main() -> None:
     """Trains both models on the same batches and prints their losses side by side."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -40,16 +58,8 @@ def main() -> None:
     args = parser.parse_args()
 
     world = int(os.environ["WORLD_SIZE"])
-    use_cuda = torch.cuda.is_available() and torch.cuda.device_count() >= world
-    device = "cuda" if use_cuda else "cpu"
-    if use_cuda:
-        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
-    dist.init_process_group("nccl" if use_cuda else "gloo")
-    mesh = init_device_mesh(device, (world,))
-
-    torch.manual_seed(0)
-    single = Block(32, 128).to(device)
-    parallel = copy.deepcopy(single)
+    device, mesh = init_distributed()
+    single, parallel = twin_blocks(device)
     if args.sequence_parallel:
         plan = {"up": ColwiseParallel(input_layouts=Shard(1)), "down": RowwiseParallel(output_layouts=Shard(1))}
     else:
