@@ -10,7 +10,7 @@ import os
 
 import torch
 import torch.distributed as dist
-from tensor_parallel import init_distributed, twin_blocks
+from tensor_parallel import init_distributed, leave_distributed, twin_blocks
 from torch.distributed.fsdp import fully_shard
 
 
@@ -46,7 +46,7 @@ def main() -> None:
                 f"difference {abs(single_loss.item() - mean_loss.item()):.2e}",
                 flush=True,
             )
-    dist.destroy_process_group()
+    leave_distributed()
 
 
 if __name__ == "__main__":

@@ -43,6 +43,12 @@ def init_distributed() -> tuple[str, DeviceMesh]:
     return device, init_device_mesh(device, (world,))
 
 
+def leave_distributed() -> None:
+    """Leaves the job once every rank is done, so no rank tears down its group while another still uses it."""
+    dist.barrier()
+    dist.destroy_process_group()
+
+
 def twin_blocks(device: str) -> tuple[Block, Block]:
     """Two identically initialized blocks: one to keep on a single device, one to distribute."""
     torch.manual_seed(0)
@@ -91,7 +97,7 @@ def main() -> None:
                 f"difference {abs(losses[0] - losses[1]):.2e}",
                 flush=True,
             )
-    dist.destroy_process_group()
+    leave_distributed()
 
 
 if __name__ == "__main__":
