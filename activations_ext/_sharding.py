@@ -3,13 +3,20 @@
 Every op is elementwise: a ``Shard(d)`` or ``Replicate`` input keeps its placement and each rank runs the
 kernel on its local shard, with no communication. No rule accepts ``Partial``: the activations are not
 linear, so DTensor reduces a partial input (to ``Replicate``) before the op; an in-place op cannot change
-its input's placement, so it refuses one. Ops with several tensors take them on one placement, and
-DTensor redistributes operands that differ.
+its input's placement, so it refuses one; nor can ``out=``, whose placement the input is moved to. Ops
+with several tensors take them on one placement, and DTensor redistributes operands that differ.
 """
 
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import torch
-from torch.distributed.tensor import Replicate, Shard
+from torch.distributed.tensor import DTensor, Replicate, Shard
 from torch.distributed.tensor.experimental import register_sharding
+
+if TYPE_CHECKING:  # the spec DTensor hands a sharding rule in place of each tensor
+    from torch.distributed.tensor._dtensor_spec import DTensorSpec
 
 
 def _same_placement_everywhere(ndim: int, tensors: int) -> list[tuple[list, list]]:
@@ -18,12 +25,40 @@ def _same_placement_everywhere(ndim: int, tensors: int) -> list[tuple[list, list
     return [([p], [p] * tensors) for p in placements]
 
 
+def _out_rules(op: str) -> Callable[["DTensorSpec", "DTensorSpec"], list]:
+    """The rule of ``op.out``: ``out`` keeps its mesh and placement, and the input is redistributed to it."""
+
+    def rules(x: "DTensorSpec", out: "DTensorSpec") -> list:
+        if out.mesh != x.mesh:
+            raise RuntimeError(
+                f"act.{op}.out: out is on the DeviceMesh of ranks {out.mesh.mesh.tolist()} but the input is on "
+                f"{x.mesh.mesh.tolist()}; use one DeviceMesh"
+            )
+        if any(p.is_partial() for p in out.placements):
+            raise RuntimeError(f"act.{op}.out: out is Partial; {op} is not linear, so its result cannot be partial")
+        return [([p], [p, p]) for p in dict.fromkeys(out.placements)]
+
+    return rules
+
+
+def _key_cache_on_out(op: torch._ops.OpOverload) -> None:
+    """Makes DTensor's sharding cache tell ``out`` specs apart, as it does for ATen's own ``out=`` ops.
+
+    ``register_sharding`` keys the cache on positional operands only, so a call whose ``out`` has another
+    placement or mesh than an earlier call's would reuse that call's plan.
+    """
+    propagator = DTensor._op_dispatcher.sharding_propagator
+    info = propagator.op_to_schema_info[op]
+    propagator.op_to_schema_info[op] = dataclasses.replace(info, static_kwargkey=[*(info.static_kwargkey or []), "out"])
+
+
 def register() -> None:
     """Registers the rules for every op and overload."""
     act = torch.ops.act
     for op in (act.selu.default, act.relu.default, act.selu_.default, act.relu_.default):
         register_sharding(op)(lambda x: _same_placement_everywhere(x.ndim, 1))
-    for op in (act.selu.out, act.relu.out):
-        register_sharding(op)(lambda x, out: _same_placement_everywhere(x.ndim, 2))
+    for name in ("selu", "relu"):
+        register_sharding(getattr(act, name).out)(_out_rules(name))
+        _key_cache_on_out(getattr(act, name).out)
     for op in (act.selu_backward.default, act.relu_backward.default):
         register_sharding(op)(lambda grad_output, result: _same_placement_everywhere(result.ndim, 2))

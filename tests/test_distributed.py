@@ -44,6 +44,13 @@ def checks(rank: int) -> None:
             xr = x.clone().requires_grad_()
             (expected,) = torch.autograd.grad(plain(xr).sum() * 1.5, xr)
             torch.testing.assert_close(grad.full_tensor(), expected)
+            for out_placement in (Replicate(), Shard(0), Shard(1)):  # out keeps its own placement
+                out = distribute_tensor(torch.full_like(x, 7.0), mesh, [out_placement])
+                assert getattr(torch.ops.act, op)(dx, out=out) is out
+                assert out.placements == (out_placement,)
+                torch.testing.assert_close(out.full_tensor(), plain(x))
+            with pytest.raises(RuntimeError, match=f"act.{op}.out: out is Partial"):
+                getattr(torch.ops.act, op)(dx, out=DTensor.from_local(torch.zeros_like(x), mesh, [Partial()]))
             if isinstance(placement, Partial):
                 with pytest.raises(RuntimeError, match="in-place operations that require placement changes"):
                     getattr(torch.ops.act, op + "_")(dx.detach().clone())
@@ -52,9 +59,6 @@ def checks(rank: int) -> None:
             getattr(torch.ops.act, op + "_")(target)
             assert target.placements == dx.placements
             torch.testing.assert_close(target.full_tensor(), plain(x))
-            out = torch.empty_like(dx)
-            getattr(torch.ops.act, op)(dx, out=out)
-            torch.testing.assert_close(out.full_tensor(), plain(x))
             # Backward ops on differing placements: redistributed to one.
             dg = distribute_tensor(
                 g, mesh, [Shard(1) if isinstance(placement, Shard) and placement.dim == 0 else Shard(0)]
@@ -64,6 +68,42 @@ def checks(rank: int) -> None:
             torch.testing.assert_close(grad_input.full_tensor(), getattr(torch.ops.act, op + "_backward")(g, plain(x)))
             with pytest.raises(RuntimeError, match="mixed torch.Tensor and DTensor|DTensor"):
                 getattr(torch.ops.act, op + "_backward")(g, result)
+        compiled_checks(dx, x)
+    cross_mesh_checks(mesh, x)
+
+
+def compiled_checks(dx, x: torch.Tensor) -> None:
+    """Both ops, forward and backward, in one fullgraph compiled function on a DTensor input."""
+    import torch._dynamo
+
+    def block(t):
+        return torch.ops.act.relu(torch.ops.act.selu(t) * 1.5 - 0.5)
+
+    torch._dynamo.reset()
+    leaf = dx.detach().requires_grad_()
+    y = torch.compile(block, fullgraph=True)(leaf)
+    (grad,) = torch.autograd.grad(y.sum(), leaf)
+    xr = x.clone().requires_grad_()
+    expected = torch.relu(torch.selu(xr) * 1.5 - 0.5)
+    (expected_grad,) = torch.autograd.grad(expected.sum(), xr)
+    torch.testing.assert_close(y.full_tensor(), expected.detach())
+    torch.testing.assert_close(grad.full_tensor(), expected_grad)
+
+
+def cross_mesh_checks(mesh, x: torch.Tensor) -> None:
+    """DTensors on two meshes in one call: a clear error, for positional and out= operands alike."""
+    from torch.distributed.tensor import DeviceMesh, Shard, distribute_tensor
+
+    other = DeviceMesh("cpu", list(reversed(range(WORLD))))  # same ranks, other order: shards land elsewhere
+    a, b = distribute_tensor(x, mesh, [Shard(0)]), distribute_tensor(x, other, [Shard(0)])
+    for op in ("selu", "relu"):
+        with pytest.raises(RuntimeError, match="cross-mesh"):
+            getattr(torch.ops.act, op + "_backward")(a, b)
+        out = torch.empty_like(b)
+        before = out.to_local().clone()
+        with pytest.raises(RuntimeError, match=rf"act.{op}.out: out is on the DeviceMesh of ranks \[1, 0\]"):
+            getattr(torch.ops.act, op)(a, out=out)
+        assert torch.equal(out.to_local(), before), "a refused out= must not be written"
 
 
 def worker(rank: int, port: int) -> None:
@@ -110,6 +150,6 @@ def test_examples_match_single_device(script, variant):
         *variant,
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.returncode == 0, f"stdout:\n{result.stdout[-2000:]}\nstderr:\n{result.stderr[-3000:]}"
     differences = [float(d) for d in re.findall(r"difference (\S+)", result.stdout)]
     assert len(differences) == 3 and max(differences) < 1e-5, result.stdout
