@@ -16,10 +16,8 @@ from dataclasses import asdict, dataclass
 import torch
 
 import activations_ext  # noqa: F401  (registers the ops)
+from activations_ext.numerics import SELU_ALPHA, SELU_SCALE
 from activations_ext.timing import median_seconds
-
-SELU_ALPHA = 1.6732632423543772848170429916717
-SELU_SCALE = 1.0507009873554804934193349852946
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "float64": torch.float64}
 CUDA_SIZES = ["2^20", "2^22", "2^24", "2^26", "4096x393216"]

@@ -11,43 +11,34 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import activations_ext
-
-
-def ulp_error(actual: torch.Tensor, expected64: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """|actual - expected| in units of `dtype`'s spacing at the expected value."""
-    expected = expected64.to(dtype).double().abs()
-    finfo = torch.finfo(dtype)
-    binade = torch.exp2(torch.floor(torch.log2(expected.clamp_min(finfo.tiny))))
-    spacing = binade * finfo.eps
-    return (actual.double() - expected64).abs() / spacing
-
-
-def float32_selu_inputs() -> torch.Tensor:
-    """The whole range: both branches, tiny negatives where expm1 matters, saturation below -88."""
-    return torch.cat(
-        [
-            torch.linspace(-120, 90, 200_001, dtype=torch.float64),
-            -torch.logspace(-12, -3, 20_001, dtype=torch.float64),
-            torch.logspace(-12, -3, 1_001, dtype=torch.float64),
-            -torch.logspace(-44, -38, 101, dtype=torch.float64),  # subnormal and tiny normal negatives
-        ]
-    ).float()
+from activations_ext.numerics import max_ulp_errors, ulp_error, whole_range_inputs
 
 
 def test_selu_float32_within_2_ulp(device):
-    x = float32_selu_inputs().to(device)
+    x = whole_range_inputs().to(device)
     error = ulp_error(torch.ops.act.selu(x).cpu(), selu_ref(x.cpu()), torch.float32)
     assert error.max() <= 2.0, f"max {error.max():.2f} ulp at x={x.cpu()[error.argmax()].item()!r}"
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_half_types_within_one_rounding_of_float32(device, dtype):
-    x = float32_selu_inputs().to(dtype).unique().to(device)
+    x = whole_range_inputs().to(dtype).unique().to(device)
     for op, ref in (("selu", selu_ref), ("relu", lambda t: t.double().clamp_min(0))):
         ours = getattr(torch.ops.act, op)(x).cpu()
         float32_result = ref(x.cpu().float()).float()
         error = ulp_error(ours, float32_result.double(), dtype)
         assert error.max() <= 1.0, f"{op}: {error.max():.2f} ulp from the float32 result"
+
+
+def test_ulp_table_within_bounds(device):
+    """The table the main job prints: float SELU within 2 ulp, half types within one rounding, ReLU exact."""
+    bounds = {"selu": 2.0, "selu_backward": 2.0, "relu": 0.0, "relu_backward": 0.0}
+    half_bounds = {"selu": 1.0, "selu_backward": 1.0, "relu": 0.0, "relu_backward": 0.0}
+    for dtype, errors in max_ulp_errors(torch.device(device)).items():
+        limits = half_bounds if dtype in (torch.float16, torch.bfloat16) else bounds
+        assert errors.keys() == limits.keys()
+        for op, error in errors.items():
+            assert error <= limits[op], f"{op} {dtype}: {error:.3f} ulp"
 
 
 SPECIAL = [float("nan"), -float("nan"), float("inf"), -float("inf"), 0.0, -0.0, -100.0, -88.5, 3.0, -3.0]
