@@ -6,7 +6,16 @@ import glob
 import os
 import sys
 
+import setuptools
 from setuptools import setup
+
+# pyproject.toml's SPDX license string needs setuptools 77; older ones fail with a message about
+# `project.license`. Builds without isolation use whatever setuptools is installed, so say it here.
+if int(setuptools.__version__.split(".")[0]) < 77:
+    sys.exit(
+        f"activations_ext: the build needs setuptools>=77, found {setuptools.__version__}:\n"
+        "    pip install 'setuptools>=77'"
+    )
 
 try:
     import torch
