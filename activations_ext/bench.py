@@ -1,6 +1,7 @@
 """Benchmark: ours vs torch eager vs torch.compile vs a device-to-device copy (the bandwidth roofline).
 
-Usage: ``python -m activations_ext.bench [--ops ...] [--dtypes ...] [--sizes ...] [--json PATH] [--plot PATH]``.
+Usage: ``python -m activations_ext.bench [--ops ...] [--dtypes ...] [--sizes ...] [--layouts ...] [--json PATH]
+[--plot PATH]``.
 Each figure is the median of CUDA-event timings with the L2 cache flushed before every run (on the
 CPU, of wall-clock timings). Bandwidth counts the bytes every op must move: one read and one write
 per element for the forward ops, two reads and a write for the backward ops.
@@ -23,6 +24,8 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 CUDA_SIZES = ["2^20", "2^22", "2^24", "2^26", "4096x393216"]
 CPU_SIZES = ["2^16", "2^18", "2^20", "2^22"]
 OPS = ["selu", "relu", "selu_", "relu_", "selu.out", "relu.out", "selu_backward", "relu_backward"]
+# contiguous; or every other element along the last dimension, a view no dense kernel can take as it is.
+LAYOUTS = ["contiguous", "strided"]
 
 
 def parse_size(size: str) -> tuple[int, ...]:
@@ -79,6 +82,7 @@ class Row:
     compile_us: float | None
     copy_us: float  # copying one operand: 2 * elements * itemsize bytes
     copy_bytes: int
+    layout: str = "contiguous"
 
     @staticmethod
     def gbps_of(n_bytes: int, us: float) -> float:
@@ -98,10 +102,16 @@ class Row:
         return 100 * self.gbps(self.ours_us) / self.roofline_gbps
 
 
-def operands(case: Case, op: str, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> list:
-    """Random operands (normal data over both branches, never all zeros) for one call of ``op``."""
+def operands(
+    case: Case, op: str, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device, layout: str
+) -> list:
+    """Random operands (normal data over both branches, never all zeros) for one call of ``op``, in ``layout``;
+    an ``out=`` tensor is contiguous and poisoned with NaN."""
     generator = torch.Generator(device=device).manual_seed(0)
-    tensors = [torch.randn(shape, dtype=dtype, device=device, generator=generator) for _ in range(case.reads)]
+    stored = (*shape[:-1], 2 * shape[-1]) if layout == "strided" else shape
+    tensors = [torch.randn(stored, dtype=dtype, device=device, generator=generator) for _ in range(case.reads)]
+    if layout == "strided":
+        tensors = [t[..., ::2] for t in tensors]
     if op.endswith(".out"):
         tensors.append(torch.full(shape, float("nan"), dtype=dtype, device=device))
     return tensors
@@ -117,11 +127,14 @@ def compiled_torch(op: str, case: Case) -> Callable[..., object]:
     return _compiled[op]
 
 
-def measure(op: str, size: str, dtype: torch.dtype, device: torch.device, with_compile: bool) -> Row:
-    """Times ours, torch eager, torch.compile and a copy of the same bytes for one op, dtype and size."""
+def measure(
+    op: str, size: str, dtype: torch.dtype, device: torch.device, with_compile: bool, layout: str = "contiguous"
+) -> Row:
+    """Times ours, torch eager, torch.compile and a copy of the same operand (into a contiguous tensor) for one
+    op, dtype, size and layout."""
     case = make_case(op)
     shape = parse_size(size)
-    args = operands(case, op, shape, dtype, device)
+    args = operands(case, op, shape, dtype, device, layout)
     elements = math.prod(shape)
     itemsize = args[0].element_size()
     ours = median_seconds(lambda: case.ours(*args), device)
@@ -131,7 +144,7 @@ def measure(op: str, size: str, dtype: torch.dtype, device: torch.device, with_c
         compiled = compiled_torch(op, case)
         compiled_us = median_seconds(lambda: compiled(*args), device) * 1e6
     src = args[0]
-    dst = torch.empty_like(src)
+    dst = torch.empty(src.shape, dtype=dtype, device=device)
     copy = median_seconds(lambda: dst.copy_(src), device)
     return Row(
         device.type,
@@ -145,6 +158,7 @@ def measure(op: str, size: str, dtype: torch.dtype, device: torch.device, with_c
         compiled_us,
         copy * 1e6,
         2 * elements * itemsize,
+        layout,
     )
 
 
@@ -152,7 +166,7 @@ def fits(op: str, size: str, dtype: torch.dtype, device: torch.device) -> bool:
     """Whether the operands, outputs and copies fit comfortably in the device's memory."""
     if device.type != "cuda":
         return True
-    needed = 6 * math.prod(parse_size(size)) * torch.empty((), dtype=dtype).element_size()
+    needed = 12 * math.prod(parse_size(size)) * torch.empty((), dtype=dtype).element_size()
     return needed < 0.8 * torch.cuda.get_device_properties(device).total_memory
 
 
@@ -170,7 +184,7 @@ def progress(items: list, enabled: bool) -> Iterable:
 def format_table(rows: list[Row]) -> str:
     """A fixed-width table: GB/s per implementation, % of the copy roofline, speedups."""
     head = (
-        f"{'device':6} {'op':14} {'dtype':9} {'size':12} {'ours GB/s':>9} {'torch':>7} {'compile':>8} "
+        f"{'device':6} {'op':14} {'dtype':9} {'size':12} {'layout':10} {'ours GB/s':>9} {'torch':>7} {'compile':>8} "
         f"{'copy':>7} {'%roof':>6} {'vs torch':>8} {'vs compile':>10}"
     )
     lines = [head, "-" * len(head)]
@@ -178,7 +192,7 @@ def format_table(rows: list[Row]) -> str:
         compile_gbps = f"{r.gbps(r.compile_us):8.0f}" if r.compile_us else f"{'-':>8}"
         vs_compile = f"{r.compile_us / r.ours_us:9.2f}x" if r.compile_us else f"{'-':>10}"
         lines.append(
-            f"{r.device:6} {r.op:14} {r.dtype:9} {r.size:12} {r.gbps(r.ours_us):9.0f} "
+            f"{r.device:6} {r.op:14} {r.dtype:9} {r.size:12} {r.layout:10} {r.gbps(r.ours_us):9.0f} "
             f"{r.gbps(r.torch_us):7.0f} {compile_gbps} {r.roofline_gbps:7.0f} {r.percent_of_roofline:5.1f}% "
             f"{r.torch_us / r.ours_us:7.2f}x {vs_compile}"
         )
@@ -201,12 +215,15 @@ def plot(rows: list[Row], path: str, title: str) -> None:
         squeeze=False,
     )
     for ax, op in zip(axes.flat, ops, strict=False):
-        for dtype in dict.fromkeys(r.dtype for r in rows):
-            series = sorted((r for r in rows if r.op == op and r.dtype == dtype), key=lambda r: r.elements)
+        for dtype, layout in dict.fromkeys((r.dtype, r.layout) for r in rows):
+            series = sorted(
+                (r for r in rows if (r.op, r.dtype, r.layout) == (op, dtype, layout)), key=lambda r: r.elements
+            )
             if not series:
                 continue
+            label = dtype if layout == "contiguous" else f"{dtype} {layout}"
             x = [r.elements for r in series]
-            (line,) = ax.plot(x, [r.gbps(r.ours_us) for r in series], "o-", label=f"ours {dtype}")
+            (line,) = ax.plot(x, [r.gbps(r.ours_us) for r in series], "o-", label=f"ours {label}")
             for name, style, times in (
                 ("torch", "s--", [r.torch_us for r in series]),
                 ("compile", "^:", [r.compile_us for r in series]),
@@ -218,7 +235,7 @@ def plot(rows: list[Row], path: str, title: str) -> None:
                         style,
                         color=line.get_color(),
                         alpha=0.6,
-                        label=f"{name} {dtype}",
+                        label=f"{name} {label}",
                     )
             ax.plot(
                 x,
@@ -227,7 +244,7 @@ def plot(rows: list[Row], path: str, title: str) -> None:
                 color="black",
                 lw=3,
                 alpha=0.15,
-                label="copy (roofline)" if dtype == rows[0].dtype else None,
+                label="copy (roofline)" if (dtype, layout) == (rows[0].dtype, rows[0].layout) else None,
             )
         ax.set_xscale("log", base=2)
         ax.set_title(op)
@@ -248,12 +265,20 @@ def run(
     device: torch.device,
     with_compile: bool,
     show_progress: bool = True,
+    layouts: list[str] = LAYOUTS[:1],
 ) -> list[Row]:
     """Measures every combination that fits on the device."""
-    combos = [(op, d, s) for op in ops for d in dtypes for s in sizes if fits(op, s, DTYPES[d], device)]
+    combos = [
+        (op, d, s, layout)
+        for op in ops
+        for d in dtypes
+        for s in sizes
+        for layout in layouts
+        if fits(op, s, DTYPES[d], device)
+    ]
     rows = []
-    for op, d, s in progress(combos, show_progress):
-        rows.append(measure(op, s, DTYPES[d], device, with_compile))
+    for op, d, s, layout in progress(combos, show_progress):
+        rows.append(measure(op, s, DTYPES[d], device, with_compile, layout))
         if device.type == "cuda":
             torch.cuda.empty_cache()
     return rows
@@ -268,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--sizes", nargs="+", default=CUDA_SIZES if cuda else CPU_SIZES, help="element counts as 2^N or shapes as AxB"
     )
+    parser.add_argument("--layouts", nargs="+", default=LAYOUTS[:1], choices=LAYOUTS)
     parser.add_argument("--device", default="cuda" if cuda else "cpu")
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile column")
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
@@ -289,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device(args.device)
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
-    rows = run(args.ops, args.dtypes, args.sizes, device, not args.no_compile, not args.quiet)
+    rows = run(args.ops, args.dtypes, args.sizes, device, not args.no_compile, not args.quiet, args.layouts)
     print(f"device: {name}; torch {torch.__version__}")
     print(format_table(rows))
     if args.json:

@@ -37,5 +37,8 @@ echo "== main job"
 python3 -m activations_ext 2>&1 | tee "$OUT/main.log"
 
 echo "== benchmark"
-python3 -m activations_ext.bench --json "$OUT/bench.json" --plot "$OUT/bench.png" 2> "$OUT/bench.err" | tee "$OUT/bench.txt"
-tail -3 "$OUT/bench.err"
+python3 -m activations_ext.bench --json "$OUT/bench.json" --plot "$OUT/bench.png" 2> /tmp/bench.err | tee "$OUT/bench.txt"
+tail -3 /tmp/bench.err
+echo "== benchmark, strided inputs (every other element: no dense kernel takes them as they are)"
+python3 -m activations_ext.bench --layouts strided --sizes 2^22 2^24 --dtypes float32 bfloat16 --quiet \
+    2>&1 | tee "$OUT/bench_strided.txt"

@@ -1,0 +1,55 @@
+"""The benchmark report, run small on the CPU: its rows, byte counts, layouts, JSON round trip and plot."""
+
+import json
+
+import pytest
+import torch
+
+from activations_ext import bench
+
+
+def test_operands_are_random_in_the_asked_layout():
+    case = bench.make_case("selu.out")
+    x, out = bench.operands(case, "selu.out", (64, 33), torch.float32, torch.device("cpu"), "strided")
+    assert x.shape == (64, 33) and x.stride() == (66, 2) and not x.is_contiguous()
+    assert (x < 0).any() and (x > 0).any(), "operands must cover both branches"
+    assert out.is_contiguous() and out.isnan().all(), "the out= tensor is poisoned"
+    cpu = torch.device("cpu")
+    g, r = bench.operands(bench.make_case("selu_backward"), "selu_backward", (7,), torch.bfloat16, cpu, "contiguous")
+    assert g.is_contiguous() and not torch.equal(g, r)
+
+
+def test_report_rows_json_and_table(tmp_path, capsys):
+    path = tmp_path / "bench.json"
+    argv = ["--ops", "selu", "selu.out", "relu_backward", "--dtypes", "float32", "bfloat16", "--sizes", "2^10", "3x5"]
+    argv += ["--layouts", "contiguous", "strided", "--device", "cpu", "--no-compile", "--quiet", "--json", str(path)]
+    assert bench.main(argv) == 0
+    printed = capsys.readouterr().out
+    saved = json.loads(path.read_text())
+    rows = [bench.Row(**r) for r in saved["rows"]]
+    assert len(rows) == 3 * 2 * 2 * 2
+    assert {(r.op, r.dtype, r.size, r.layout) for r in rows} == {
+        (op, d, s, layout)
+        for op in ("selu", "selu.out", "relu_backward")
+        for d in ("float32", "bfloat16")
+        for s in ("2^10", "3x5")
+        for layout in ("contiguous", "strided")
+    }
+    for r in rows:
+        itemsize = 4 if r.dtype == "float32" else 2
+        assert r.elements == (1024 if r.size == "2^10" else 15)
+        assert r.bytes == (3 if r.op == "relu_backward" else 2) * r.elements * itemsize
+        assert r.copy_bytes == 2 * r.elements * itemsize
+        assert r.ours_us > 0 and r.torch_us > 0 and r.copy_us > 0 and r.compile_us is None
+    assert len(printed.splitlines()) == 3 + len(rows)
+
+    assert bench.main(["--from-json", str(path)]) == 0
+    assert capsys.readouterr().out == printed, "a saved report prints the same table"
+
+
+def test_plot_writes_a_png(tmp_path):
+    pytest.importorskip("matplotlib", reason="matplotlib draws the plot")
+    rows = bench.run(["relu"], ["float32"], ["2^8", "2^10"], torch.device("cpu"), False, False, bench.LAYOUTS)
+    png = tmp_path / "bench.png"
+    bench.plot(rows, str(png), "test")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
