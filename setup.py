@@ -61,6 +61,11 @@ def extension() -> cpp_extension.CppExtension:
         "-DPy_LIMITED_API=0x030A0000",
         *os.environ.get("ACT_CXX_FLAGS", "").split(),
     ]
+    # at::parallel_for runs serially in code compiled without OpenMP (ATen/ParallelOpenMP.h). Nothing
+    # is linked: the OpenMP calls bind to the libgomp that torch itself loads, so a wheel carries no
+    # second OpenMP runtime.
+    if torch.backends.openmp.is_available():
+        cxx_flags.append("-fopenmp")
     link_flags = os.environ.get("ACT_LDFLAGS", "").split()
     cuda_home = find_cuda_home()
     use_cuda = cuda_home is not None and torch.version.cuda is not None and os.environ.get("ACT_FORCE_CPU") != "1"

@@ -6,8 +6,10 @@
 
 #include <ATen/OpMathType.h>
 #include <c10/macros/Macros.h>
+#include <c10/util/bit_cast.h>
 
 #include <math.h>
+#include <stdint.h>
 
 namespace act {
 
@@ -17,6 +19,30 @@ constexpr double kSeluScale = 1.0507009873554804934193349852946;
 
 C10_HOST_DEVICE inline float expm1_of(float x) { return ::expm1f(x); }
 C10_HOST_DEVICE inline double expm1_of(double x) { return ::expm1(x); }
+
+#ifndef __CUDA_ARCH__
+// expm1(x) for float x <= 0 on the CPU, in double arithmetic the compiler vectorizes (a call to
+// expm1f keeps the whole loop scalar): x = k ln2 + r with |r| <= ln2 / 2, expm1(r) by its Taylor
+// series to r^11 (relative error < 1e-12), and expm1(x) = 2^k expm1(r) + (2^k - 1). Rounded to
+// float that is expm1f's correctly rounded value, barring near-ties. Positive x is clamped to 0
+// (SELU discards that branch), x < -100 to -100 (the result is -1 either way); NaN passes.
+inline float expm1_nonpositive_host(float x_in) {
+  const double x = x_in > 0.f ? 0.0 : x_in < -100.f ? -100.0 : double(x_in);
+  constexpr double kRound = 0x1.8p52;  // adding it rounds to an integer, kept in the low bits
+  constexpr double kLn2Hi = 0x1.62e42feep-1;  // k * kLn2Hi is exact for |k| < 2^11
+  constexpr double kLn2Lo = 0x1.a39ef35793c76p-33;
+  const double shifted = x * 0x1.71547652b82fep0 + kRound;
+  const double k = shifted - kRound;
+  const double r = (x - k * kLn2Hi) - k * kLn2Lo;
+  // r * (1 + ...), not r + r^2 (...): -0.0 stays -0.0.
+  const double p =
+      r * (1 + r * (1. / 2 + r * (1. / 6 + r * (1. / 24 + r * (1. / 120 + r * (1. / 720 + r * (1. / 5040 +
+      r * (1. / 40320 + r * (1. / 362880 + r * (1. / 3628800 + r * (1. / 39916800)))))))))));
+  const uint64_t k_bits = c10::bit_cast<uint64_t>(shifted) - c10::bit_cast<uint64_t>(kRound);  // k, two's complement
+  const double two_k = c10::bit_cast<double>((k_bits + 1023) << 52);
+  return static_cast<float>(k == 0 ? p : two_k * p + (two_k - 1));
+}
+#endif
 
 // expm1(x) for x <= 0. On the GPU, for results rounded to a 16-bit type, the hardware exp2
 // (1 - 2^-18 accurate here) and a short series near 0, where exp(x) - 1 would cancel (error
@@ -29,6 +55,8 @@ C10_HOST_DEVICE inline acc_t expm1_nonpositive(acc_t x) {
     const float series = x * (1.f + x * (0.5f + x * (1.f / 6 + x * (1.f / 24))));
     return x > -0.03125f ? series : __expf(x) - 1.f;
   }
+#else
+  if constexpr (sizeof(acc_t) == 4) return expm1_nonpositive_host(x);
 #endif
   return expm1_of(x);
 }
