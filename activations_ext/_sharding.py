@@ -25,17 +25,17 @@ def _same_placement_everywhere(ndim: int, tensors: int) -> list[tuple[list, list
     return [([p], [p] * tensors) for p in placements]
 
 
-def _out_rules(op: str) -> Callable[["DTensorSpec", "DTensorSpec"], list]:
-    """The rule of ``op.out``: ``out`` keeps its mesh and placement, and the input is redistributed to it."""
+def _out_rules(op: torch._ops.OpOverload) -> Callable[["DTensorSpec", "DTensorSpec"], list]:
+    """The rule of an ``out=`` overload: ``out`` keeps its mesh and placement, and the input is redistributed to it."""
 
     def rules(x: "DTensorSpec", out: "DTensorSpec") -> list:
         if out.mesh != x.mesh:
             raise RuntimeError(
-                f"act.{op}.out: out is on the DeviceMesh of ranks {out.mesh.mesh.tolist()} but the input is on "
+                f"{op}: out is on the DeviceMesh of ranks {out.mesh.mesh.tolist()} but the input is on "
                 f"{x.mesh.mesh.tolist()}; use one DeviceMesh"
             )
         if any(p.is_partial() for p in out.placements):
-            raise RuntimeError(f"act.{op}.out: out is Partial; {op} is not linear, so its result cannot be partial")
+            raise RuntimeError(f"{op}: out is Partial; the activation is not linear, so its result cannot be partial")
         return [([p], [p, p]) for p in dict.fromkeys(out.placements)]
 
     return rules
@@ -57,8 +57,8 @@ def register() -> None:
     act = torch.ops.act
     for op in (act.selu.default, act.relu.default, act.selu_.default, act.relu_.default):
         register_sharding(op)(lambda x: _same_placement_everywhere(x.ndim, 1))
-    for name in ("selu", "relu"):
-        register_sharding(getattr(act, name).out)(_out_rules(name))
-        _key_cache_on_out(getattr(act, name).out)
+    for op in (act.selu.out, act.relu.out):
+        register_sharding(op)(_out_rules(op))
+        _key_cache_on_out(op)
     for op in (act.selu_backward.default, act.relu_backward.default):
         register_sharding(op)(lambda grad_output, result: _same_placement_everywhere(result.ndim, 2))

@@ -11,6 +11,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 namespace act {
 
 // torch.selu's constants.
@@ -56,7 +58,7 @@ C10_HOST_DEVICE inline acc_t expm1_nonpositive(acc_t x) {
     return x > -0.03125f ? series : __expf(x) - 1.f;
   }
 #else
-  if constexpr (sizeof(acc_t) == 4) return expm1_nonpositive_host(x);
+  if constexpr (std::is_same_v<acc_t, float>) return expm1_nonpositive_host(x);
 #endif
   return expm1_of(x);
 }
