@@ -4,14 +4,13 @@ import pytest
 import torch
 
 import activations_ext  # noqa: F401  (registers the ops)
-from activations_ext.numerics import SELU_ALPHA, SELU_SCALE
+from activations_ext.numerics import DTYPES, SELU_ALPHA, SELU_SCALE  # noqa: F401  (DTYPES: for the test modules)
 from activations_ext.numerics import selu_reference as selu_ref
 
 HAS_CUDA = torch.cuda.is_available()
 requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU visible")
 
 DEVICES = ["cpu", pytest.param("cuda", marks=requires_cuda)]
-DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 
 # One rounding of the result in each dtype, plus a little for float32's expm1.
 RTOL = {torch.float64: 1e-14, torch.float32: 3e-7, torch.float16: 1e-3, torch.bfloat16: 8e-3}
