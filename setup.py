@@ -54,10 +54,13 @@ def extension() -> cpp_extension.CppExtension:
         "kernels/module.cpp",
     ]
     # -fno-trapping-math lets the CPU loops compute both branches and select (it changes no result).
+    # -ffp-contract=off: no fused multiply-adds, so the loop's AVX2 and baseline copies round alike, and
+    # alike with the C++ Inductor generates for the ops under torch.compile (which it builds so too).
     # ACT_CXX_FLAGS / ACT_LDFLAGS: extra flags, e.g. for the sanitizer build in scripts/sanitize_cpu.sh.
     cxx_flags = [
         "-O3",
         "-fno-trapping-math",
+        "-ffp-contract=off",
         "-DPy_LIMITED_API=0x030A0000",
         *os.environ.get("ACT_CXX_FLAGS", "").split(),
     ]

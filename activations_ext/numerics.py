@@ -1,5 +1,7 @@
 """SELU's constants, float64 references, and the ulp error of every op, measured over SELU's whole range."""
 
+from collections.abc import Callable
+
 import torch
 
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -39,29 +41,68 @@ def whole_range_inputs() -> torch.Tensor:
     ).float()
 
 
-def max_ulp_errors(device: torch.device) -> dict[torch.dtype, dict[str, float]]:
+# The bounds every table entry meets, in ulps: float32/float64 SELU within 2 (expm1's error), the 16-bit
+# types within one rounding of the float32 result, ReLU exact.
+ULP_BOUNDS = {
+    dtype: {
+        "selu": 1.0 if dtype.itemsize == 2 else 2.0,
+        "selu_backward": 1.0 if dtype.itemsize == 2 else 2.0,
+        "relu": 0.0,
+        "relu_backward": 0.0,
+    }
+    for dtype in DTYPES
+}
+
+
+def ulp_table_violations(table: dict[torch.dtype, dict[str, float]]) -> list[str]:
+    """The entries of a ``max_ulp_errors`` table above ``ULP_BOUNDS``, as readable lines (none when it passes)."""
+    return [
+        f"{op} {dtype}: {error:.3f} ulp (bound {ULP_BOUNDS[dtype][op]})"
+        for dtype, errors in table.items()
+        for op, error in errors.items()
+        if not error <= ULP_BOUNDS[dtype][op]
+    ]
+
+
+def eager_forward(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(selu(x), relu(x)) by the act ops."""
+    return torch.ops.act.selu(x), torch.ops.act.relu(x)
+
+
+def eager_backward(grad: torch.Tensor, selu: torch.Tensor, relu: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(selu_backward(grad, selu), relu_backward(grad, relu)) by the act ops."""
+    return torch.ops.act.selu_backward(grad, selu), torch.ops.act.relu_backward(grad, relu)
+
+
+def max_ulp_errors(
+    device: torch.device,
+    forward: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]] = eager_forward,
+    backward: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]] = eager_backward,
+) -> dict[torch.dtype, dict[str, float]]:
     """Per dtype, each op's largest error in ulps of that dtype against float64 math on the same inputs.
 
     The inputs are ``whole_range_inputs`` rounded to the dtype; the backward ops take gradients in
     [0.5, 1.5) and the forward results (rounded, as autograd saves them). ``selu_backward`` is measured
     in ulps of ``grad * alpha * scale``: near saturation it cancels the result against that constant,
-    as torch's own ``elu_backward`` does, and no rounding of its operands can do better.
+    as torch's own ``elu_backward`` does, and no rounding of its operands can do better. ``forward`` and
+    ``backward`` compute the ops (e.g. compiled versions of ``eager_forward`` and ``eager_backward``).
     """
     table = {}
     for dtype in DTYPES:
         x = whole_range_inputs().to(dtype).unique().to(device)
         grad = torch.rand(x.shape, generator=torch.Generator().manual_seed(0)).add(0.5).to(dtype).to(device)
-        selu, relu = torch.ops.act.selu(x), torch.ops.act.relu(x)
+        selu, relu = forward(x)
+        selu_backward, relu_backward = backward(grad, selu, relu)
         g, s, r = grad.double().cpu(), selu.double().cpu(), relu.double().cpu()
         cases = {
             "selu": (selu, selu_reference(x.cpu()), None),
             "selu_backward": (
-                torch.ops.act.selu_backward(grad, selu),
+                selu_backward,
                 torch.where(s > 0, g * SELU_SCALE, g * (s + SELU_SCALE * SELU_ALPHA)),
                 g * SELU_SCALE * SELU_ALPHA,
             ),
             "relu": (relu, x.double().cpu().clamp_min(0), None),
-            "relu_backward": (torch.ops.act.relu_backward(grad, relu), torch.where(r > 0, g, 0.0), None),
+            "relu_backward": (relu_backward, torch.where(r > 0, g, 0.0), None),
         }
         table[dtype] = {
             op: ulp_error(ours.cpu(), ref, dtype, scale).max().item() for op, (ours, ref, scale) in cases.items()

@@ -7,6 +7,7 @@ Uses NCCL on GPUs when there are enough, else gloo on the CPU. Prints the loss o
 import argparse
 import copy
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -44,9 +45,21 @@ def init_distributed() -> tuple[str, DeviceMesh]:
 
 
 def leave_distributed() -> None:
-    """Leaves the job once every rank is done, so no rank tears down its group while another still uses it."""
+    """Leaves the job once every rank is done, so no rank tears down its group while another still uses it.
+
+    On gloo the rank then exits without finalizing the interpreter. Once DTensor (under TP or FSDP2) has used
+    a gloo group, torch keeps that group's backend alive past ``destroy_process_group()``: its worker threads
+    keep running, and one that drops its last reference to a finished collective while the interpreter
+    finalizes cannot take the GIL and aborts the process ("terminate called without an active exception")
+    after a run that succeeded.
+    """
+    gloo = dist.get_backend() == "gloo"
     dist.barrier()
     dist.destroy_process_group()
+    if gloo:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 def twin_blocks(device: str) -> tuple[Block, Block]:

@@ -13,6 +13,9 @@ namespace act {
 
 void cpu_activation(Activation kind, const at::Tensor& out, c10::ArrayRef<at::Tensor> inputs);
 
+// Which compiled copy of the CPU loop runs on this machine: "x86-64-v3" or "baseline".
+const char* cpu_loop_name();
+
 #ifdef ACT_WITH_CUDA
 void cuda_activation(Activation kind, const at::Tensor& out, c10::ArrayRef<at::Tensor> inputs);
 #endif

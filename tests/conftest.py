@@ -56,10 +56,15 @@ def assert_matches(
         bound = bound + 4 * torch.finfo(torch.float32).eps * abs_scale.double().abs()
     error = (actual - expected64).abs()
     bad = ~(error <= bound) & ~(actual.isnan() & expected64.isnan())
-    assert not bad.any(), (
-        f"{int(bad.sum())} of {actual.numel()} elements off; worst at {error.argmax()}: "
-        f"{actual.flatten()[error.argmax()]} vs {expected64.flatten()[error.argmax()]}"
-    )
+    if bad.any():
+        # The worst element is the one furthest past its own bound (a NaN error counts as infinitely far).
+        excess = torch.where(bad, (error / bound).nan_to_num(nan=math.inf), -1.0).flatten()
+        i = int(excess.argmax())
+        raise AssertionError(
+            f"{int(bad.sum())} of {actual.numel()} elements off; worst at flat index {i}: "
+            f"{actual.flatten()[i].item()!r} vs {expected64.flatten()[i].item()!r} "
+            f"(error {error.flatten()[i].item():.3g}, bound {bound.flatten()[i].item():.3g})"
+        )
 
 
 def random_data(shape: tuple[int, ...], dtype: torch.dtype, device: str, seed: int = 0) -> torch.Tensor:
@@ -92,6 +97,19 @@ def make_layout(layout: str, dtype: torch.dtype, device: str) -> torch.Tensor:
 
 
 LAYOUTS = ["contiguous", "scalar", "empty", "transposed", "strided", "offset", "channels_last", "expanded"]
+
+
+def inside_guarded_storage(x: torch.Tensor, guard: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+    """A random buffer, and a view into it with `x`'s values, sizes and strides that leaves `guard` or more
+    elements of the buffer either side of it and elsewhere between its elements (as `x`'s strides do).
+    The view keeps `x`'s storage offset modulo 16 elements, so its 16-byte alignment (which picks the CUDA
+    launcher's path) stays the same."""
+    span = 1 + sum((n - 1) * s for n, s in zip(x.shape, x.stride(), strict=True) if n > 0)
+    start = guard + x.storage_offset() % 16
+    buffer = random_data((span + start + guard,), x.dtype, str(x.device), seed=99)
+    view = buffer.as_strided(x.shape, x.stride(), start)
+    view.copy_(x)
+    return buffer, view
 
 
 @pytest.fixture(params=DEVICES)

@@ -1,5 +1,6 @@
 """Packaging: the sdist carries every source it needs and installs into a fresh virtual environment."""
 
+import ast
 import os
 import shutil
 import subprocess
@@ -68,12 +69,16 @@ def test_sdist_installs_into_a_fresh_venv_and_runs(sdist, tmp_path):
     env = dict(os.environ, ACT_FORCE_CPU="1", MAX_JOBS="2")  # the CPU build: what matters here is the sdist
     run(python, "-m", "pip", "install", "--no-build-isolation", "--no-deps", sdist, env=env)
     check = (
-        "import torch, activations_ext, os; "
+        "import importlib.metadata, torch, activations_ext, os; "
+        "from activations_ext._build_info import TORCH_VERSION; "
         "assert os.path.dirname(activations_ext.__file__).startswith(os.environ['VENV']); "
         "x = torch.randn(1000, dtype=torch.float64); "
         "torch.testing.assert_close(activations_ext.selu(x), torch.selu(x)); "
-        "torch.testing.assert_close(activations_ext.relu(x), torch.relu(x)); print('ok')"
+        "torch.testing.assert_close(activations_ext.relu(x), torch.relu(x)); "
+        "print(TORCH_VERSION); print(importlib.metadata.requires('activations_ext'))"
     )
     result = run(python, "-c", check, cwd=tmp_path, env=dict(env, VENV=str(env_dir)))
-    assert result.stdout.strip() == "ok"
-    assert torch.__version__  # the outer torch is the one the sdist was built against
+    built_against, requires = result.stdout.strip().splitlines()
+    # Built against this environment's torch, and pinned to that release.
+    assert built_against == torch.__version__
+    assert f"torch=={torch.__version__.split('+')[0]}" in ast.literal_eval(requires)
