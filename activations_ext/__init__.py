@@ -2,7 +2,8 @@
 
 Importing the package loads the compiled extension, whose C++ registers the ops, their
 CPU/CUDA kernels and their autograd; this package adds the fake (meta) kernels that
-``torch.compile`` needs and the Python API below.
+``torch.compile`` needs, the decompositions through which Inductor fuses the ops with their
+neighbours (``set_inductor_fusion`` turns that off), and the Python API below.
 """
 
 import torch
@@ -18,8 +19,9 @@ if torch.distributed.is_available():
     from activations_ext import _sharding
 
     _sharding.register()
+from activations_ext._inductor import inductor_fusion_enabled, set_inductor_fusion  # noqa: E402
 from activations_ext.functional import relu, selu  # noqa: E402
 from activations_ext.modules import SELU, ReLU  # noqa: E402
 
-__all__ = ["SELU", "ReLU", "relu", "selu"]
+__all__ = ["SELU", "ReLU", "inductor_fusion_enabled", "relu", "selu", "set_inductor_fusion"]
 __version__ = "0.1.0"

@@ -60,3 +60,35 @@ def per_call_seconds(
             if round_index:  # the first round warms up
                 samples[name].append((time.perf_counter() - begin) / calls)
     return {name: statistics.median(times) for name, times in samples.items()}
+
+
+def interleaved_median_seconds(
+    fns: dict[str, Callable[[], object]], device: torch.device, rounds: int = 25, warmup: int = 2
+) -> dict[str, float]:
+    """Median run time of each function, the functions run in turns so drift in clocks or load reaches them alike.
+
+    On CUDA each run starts on a cold L2 (see ``median_seconds``) and behind a sleep kernel of about a
+    millisecond, during which the host queues the whole call (dispatch, guards, autograd): what is timed
+    between the CUDA events is then the device's work, not the host's. On the CPU: wall clock.
+    """
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=device) if device.type == "cuda" else None
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            if flush is None:
+                begin = time.perf_counter()
+                fn()
+                samples[name].append(time.perf_counter() - begin)
+                continue
+            flush.fill_(1)
+            torch.cuda._sleep(2_000_000)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            samples[name].append(start.elapsed_time(end) / 1e3)
+    return {name: statistics.median(times) for name, times in samples.items()}

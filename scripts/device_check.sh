@@ -1,44 +1,81 @@
 #!/usr/bin/env bash
-# Build, test and benchmark on a GPU machine in one call; full logs go to $OUT (default: device-logs/).
-# Usage: bash scripts/device_check.sh [extra pytest args]
+# Build, test and benchmark on a GPU machine; full logs go to $OUT (default: device-logs/).
+# Usage: bash scripts/device_check.sh [all|test|sanitize|bench] [extra pytest args]
+#   test:     build, SASS check, the whole test suite
+#   sanitize: compute-sanitizer memcheck, racecheck and initcheck over scripts/sanitizer_cases.py
+#   bench:    the main job, the benchmark (contiguous and strided), the torch.compile fusion benchmark
+#   all:      all three (longer than one 10-minute device call: run the stages as calls on a warm machine)
+# The build is skipped when the extension is newer than every source it is built from.
 set -uo pipefail
+stage=${1:-all}
+[ $# -gt 0 ] && shift
+case "$stage" in all|test|sanitize|bench) ;; *) echo "unknown stage: $stage (all, test, sanitize or bench)"; exit 2 ;; esac
 OUT=${OUT:-device-logs}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 ACT_EXPECT_CUDA_BUILD=1
+
+build() {
+    # Sources are copied afresh for every device call, so their times say nothing: compare their contents.
+    sources=$(cat setup.py kernels/* | sha256sum | cut -d' ' -f1)
+    if [ "$(cat build/device_sources.sha256 2>/dev/null)" = "$sources" ] && python3 -c "import activations_ext" 2>/dev/null; then
+        echo "== build: up to date"
+        return 0
+    fi
+    echo "== build"
+    if ! MAX_JOBS=16 python3 -m pip install --no-build-isolation --no-deps -v -e . > "$OUT/build.log" 2>&1; then
+        tail -40 "$OUT/build.log"
+        exit 1
+    fi
+    mkdir -p build && echo "$sources" > build/device_sources.sha256
+    grep "activations_ext:" "$OUT/build.log" | head -1
+}
+
+test_stage() {
+    echo "== SASS: 128-bit global loads/stores and local-memory use of the kernels"
+    so=$(ls activations_ext/_C*.so)
+    sass=$(mktemp)
+    cuobjdump -sass "$so" > "$sass" 2>&1
+    cuobjdump -res-usage "$so" 2>&1 | grep -E "Function|REG|STACK|LOCAL" > "$OUT/res_usage.txt"
+    echo "LDG.E.128: $(grep -c 'LDG.E.128' "$sass")  STG.E.128: $(grep -c 'STG.E.128' "$sass")" \
+         "local loads/stores (LDL/STL): $(grep -cE '\b(LDL|STL)\b' "$sass")" \
+         "kernels with a stack frame: $(grep -c 'STACK:[1-9]' "$OUT/res_usage.txt")"
+
+    echo "== tests"
+    python3 -m pytest -q -rs -p no:cacheprovider tests "$@" 2>&1 | tee "$OUT/tests.log" | grep -vE "^SKIPPED" | tail -15
+}
+
+sanitize_stage() {
+    echo "== compute-sanitizer (our kernels only)"
+    for tool in memcheck racecheck initcheck; do
+        PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${SANITIZER_TIMEOUT:-100}" compute-sanitizer --tool "$tool" \
+            --kernel-name kns=vectorized_elementwise_kernel --error-exitcode 1 python3 scripts/sanitizer_cases.py \
+            > "/tmp/sanitizer_$tool.log" 2>&1
+        echo "$tool: exit $? | $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|sanitizer cases' "/tmp/sanitizer_$tool.log" | tr '\n' ' ')"
+    done
+}
+
+bench_stage() {
+    echo "== main job"
+    python3 -m activations_ext 2>&1 | tee "$OUT/main.log"
+
+    echo "== benchmark"
+    python3 -m activations_ext.bench --json "$OUT/bench.json" --plot "$OUT/bench.png" 2> /tmp/bench.err | tee "$OUT/bench.txt"
+    tail -3 /tmp/bench.err
+    echo "== benchmark, strided inputs (every other element: no dense kernel takes them as they are)"
+    python3 -m activations_ext.bench --layouts strided --sizes 2^22 2^24 --dtypes float32 bfloat16 --quiet \
+        2>&1 | tee "$OUT/bench_strided.txt"
+
+    echo "== benchmark under torch.compile: fused, opaque (fusion off), torch's ops"
+    python3 -m activations_ext.bench_fusion --json "$OUT/bench_fusion.json" 2> /tmp/bench_fusion.err \
+        | tee "$OUT/bench_fusion.txt"
+    tail -3 /tmp/bench_fusion.err
+}
+
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
-
-echo "== build"
-if ! MAX_JOBS=16 python3 -m pip install --no-build-isolation --no-deps -v -e . > "$OUT/build.log" 2>&1; then
-    tail -40 "$OUT/build.log"
-    exit 1
-fi
-grep "activations_ext:" "$OUT/build.log" | head -1
-
-echo "== SASS: 128-bit global loads/stores and local-memory use of the kernels"
-so=$(ls activations_ext/_C*.so)
-sass=$(mktemp)
-cuobjdump -sass "$so" > "$sass" 2>&1
-cuobjdump -res-usage "$so" 2>&1 | grep -E "Function|REG|STACK|LOCAL" > "$OUT/res_usage.txt"
-echo "LDG.E.128: $(grep -c 'LDG.E.128' "$sass")  STG.E.128: $(grep -c 'STG.E.128' "$sass")" \
-     "local loads/stores (LDL/STL): $(grep -cE '\b(LDL|STL)\b' "$sass")" \
-     "kernels with a stack frame: $(grep -c 'STACK:[1-9]' "$OUT/res_usage.txt")"
-
-echo "== tests"
-python3 -m pytest -q -rs -p no:cacheprovider tests "$@" 2>&1 | tee "$OUT/tests.log" | grep -vE "^SKIPPED" | tail -15
-
-echo "== compute-sanitizer (our kernels only)"
-for tool in memcheck racecheck initcheck; do
-    PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${SANITIZER_TIMEOUT:-100}" compute-sanitizer --tool "$tool" --kernel-name kns=vectorized_elementwise_kernel \
-        --error-exitcode 1 python3 scripts/sanitizer_cases.py > "/tmp/sanitizer_$tool.log" 2>&1
-    echo "$tool: exit $? | $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|sanitizer cases' "/tmp/sanitizer_$tool.log" | tr '\n' ' ')"
-done
-
-echo "== main job"
-python3 -m activations_ext 2>&1 | tee "$OUT/main.log"
-
-echo "== benchmark"
-python3 -m activations_ext.bench --json "$OUT/bench.json" --plot "$OUT/bench.png" 2> /tmp/bench.err | tee "$OUT/bench.txt"
-tail -3 /tmp/bench.err
-echo "== benchmark, strided inputs (every other element: no dense kernel takes them as they are)"
-python3 -m activations_ext.bench --layouts strided --sizes 2^22 2^24 --dtypes float32 bfloat16 --quiet \
-    2>&1 | tee "$OUT/bench_strided.txt"
+build
+case "$stage" in
+    test) test_stage "$@" ;;
+    sanitize) sanitize_stage ;;
+    bench) bench_stage ;;
+    all) test_stage "$@"; sanitize_stage; bench_stage ;;
+esac

@@ -22,7 +22,14 @@ def test_modules_are_drop_ins(device, dtype):
 
 
 def test_public_api():
-    assert set(activations_ext.__all__) == {"SELU", "ReLU", "relu", "selu"}
+    assert set(activations_ext.__all__) == {
+        "SELU",
+        "ReLU",
+        "relu",
+        "selu",
+        "set_inductor_fusion",
+        "inductor_fusion_enabled",
+    }
 
 
 @pytest.mark.skipif(os.environ.get("ACT_EXPECT_CUDA_BUILD") != "1", reason="only where the CUDA build is expected")

@@ -1,0 +1,119 @@
+"""The act ops written in aten ops, for Inductor to fuse: the kernels' own formulation per device and dtype.
+
+Each function computes what the C++/CUDA kernel for its op computes on a tensor of that device and dtype (same
+branches, same constants rounded the same way, same order of operations), so the code Inductor generates from
+it rounds as the kernel does. Where no aten formulation can promise that, the function returns
+``NotImplemented`` and the op stays a call to its kernel. ``activations_ext._inductor`` registers them.
+"""
+
+import math
+import struct
+
+import torch
+
+from activations_ext.numerics import SELU_ALPHA, SELU_SCALE
+
+
+def _to_float32(value: float) -> float:
+    """``value`` rounded to float32 (as a Python float), as a C++ ``float`` constant holds it."""
+    return torch.tensor(value, dtype=torch.float32).item()
+
+
+# alpha * scale folded in each compute type, as the kernels fold it.
+_NEG_COEF = {
+    torch.float32: _to_float32(_to_float32(SELU_ALPHA) * _to_float32(SELU_SCALE)),
+    torch.float64: SELU_ALPHA * SELU_SCALE,
+}
+# Below this magnitude expm1(x) rounds to x in float32 (x^2 / 2 is under a quarter ulp of x).
+_FLOAT32_EXPM1_IS_X = 2.0**-25
+
+
+def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The kernels' acc_t for the arithmetic ops: double for double, float otherwise."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def _expm1_from_exp2(x: torch.Tensor) -> torch.Tensor:
+    """The CUDA kernel's expm1 for 16-bit results (x <= 0, float32): a short series near 0, else
+    ``__expf(x) - 1``, whose ``__expf`` is the hardware exp2 of ``x * log2(e)`` rounded to float."""
+    series = x * (1.0 + x * (0.5 + x * (_to_float32(1 / 6) + x * _to_float32(1 / 24))))
+    return torch.where(x > -0.03125, series, torch.exp2(x * _to_float32(1.4426950408889634)) - 1.0)
+
+
+def _expm1_libdevice_float32(x: torch.Tensor) -> torch.Tensor:
+    """expm1 for float32 on CUDA. Inductor's generated code calls libdevice with subnormals flushed to
+    zero, which would turn a subnormal x into 0 where the kernel's expm1f returns x; below 2^-25 in
+    magnitude expm1 rounds to x anyway, so those never reach libdevice."""
+    return torch.where(x > -_FLOAT32_EXPM1_IS_X, x, torch.expm1(x))
+
+
+def _expm1_double_arithmetic(x: torch.Tensor) -> torch.Tensor:
+    """The CPU kernel's expm1 for float x <= 0 (``expm1_nonpositive_host`` in kernels/activations.h), step
+    for step: x = k ln2 + r, expm1(r) by its Taylor series to r^11 in double, 2^k from k's bits."""
+    round_shift = float.fromhex("0x1.8p52")  # adding it rounds to an integer, kept in the low bits
+    xd = torch.where(x > 0, 0.0, torch.where(x < -100.0, -100.0, x.double()))
+    shifted = xd * float.fromhex("0x1.71547652b82fep0") + round_shift
+    k = shifted - round_shift
+    r = (xd - k * float.fromhex("0x1.62e42feep-1")) - k * float.fromhex("0x1.a39ef35793c76p-33")
+    u = torch.full_like(r, 1 / math.factorial(11))
+    for n in range(10, 0, -1):  # Horner: r * (1 + r * (1/2! + r * (1/3! + ... + r * (1/11!))))
+        u = 1 / math.factorial(n) + r * u
+    p = r * u
+    k_bits = shifted.view(torch.int64) - _float64_bits(round_shift)  # k, two's complement
+    two_k = ((k_bits + 1023) << 52).view(torch.float64)
+    return torch.where(k == 0, p, two_k * p + (two_k - 1)).float()
+
+
+def _float64_bits(value: float) -> int:
+    return struct.unpack("<q", struct.pack("<d", value))[0]
+
+
+def _expm1_nonpositive(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
+    """expm1 of the compute-type ``x`` (only x <= 0 is used) as the kernel for storage ``dtype`` on
+    ``x``'s device computes it, or None where no aten formulation rounds the same way."""
+    if x.device.type == "cuda":
+        if dtype.itemsize == 2:
+            return _expm1_from_exp2(x)
+        return _expm1_libdevice_float32(x) if dtype == torch.float32 else torch.expm1(x)
+    if x.device.type == "cpu" and dtype != torch.float64:
+        return _expm1_double_arithmetic(x)
+    return None  # float64 on the CPU calls libm's expm1, which generated code does not
+
+
+def selu(x: torch.Tensor) -> torch.Tensor:
+    """``act::selu``: ``scale * x`` for x > 0, ``alpha * scale * expm1(x)`` otherwise, in the compute type."""
+    acc = _compute_dtype(x.dtype)
+    xa = x.to(acc)
+    expm1 = _expm1_nonpositive(xa, x.dtype)
+    if expm1 is None:
+        return NotImplemented
+    return torch.where(xa <= 0, expm1 * _NEG_COEF[acc], xa * SELU_SCALE).to(x.dtype)
+
+
+def selu_backward(grad_output: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
+    """``act::selu_backward``: ``grad * scale`` where the result is > 0, ``grad * (result + alpha * scale)``
+    otherwise (NaN results take that branch, as in torch's elu_backward)."""
+    acc = _compute_dtype(result.dtype)
+    g, r = grad_output.to(acc), result.to(acc)
+    return (g * torch.where(r > 0, SELU_SCALE, r + _NEG_COEF[acc])).to(result.dtype)
+
+
+def relu(x: torch.Tensor) -> torch.Tensor:
+    """``act::relu`` on the stored values: NaN passes; -0.0 stays -0.0 on the CPU and becomes +0.0 on CUDA,
+    each as torch.relu does there."""
+    zero = x <= 0 if x.device.type == "cuda" else x < 0
+    return torch.where(zero, 0.0, x)
+
+
+def relu_backward(grad_output: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
+    """``act::relu_backward``: the gradient is dropped wherever the result is <= 0."""
+    return torch.where(result <= 0, 0.0, grad_output)
+
+
+# What each act op decomposes to; the in-place and out= forms reach Inductor as these (C++ functionalization).
+DECOMPOSITIONS = {
+    torch.ops.act.selu.default: selu,
+    torch.ops.act.selu_backward.default: selu_backward,
+    torch.ops.act.relu.default: relu,
+    torch.ops.act.relu_backward.default: relu_backward,
+}
