@@ -34,9 +34,9 @@ def set_inductor_fusion(enabled: bool | None) -> None:
     """Turns fusion of the act ops under ``torch.compile`` on or off; ``None`` returns the choice to the
     ``ACT_INDUCTOR_FUSION`` environment variable (``0`` turns it off; on by default).
 
-    Compiles that start afterwards follow it; a function already compiled keeps its code until it is
-    recompiled (``torch.compiler.reset()``). Off, each act op is a call to its C++/CUDA kernel in the
-    compiled code, as it was before fusion existed.
+    Compiles that start afterwards follow it (``torch.compiler.reset()`` makes every function compile
+    anew). Off, each act op is a call to its C++/CUDA kernel in the compiled code, as it was before fusion
+    existed.
     """
     global _enabled
     _enabled = enabled
