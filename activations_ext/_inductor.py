@@ -7,7 +7,8 @@ fallback each op needs for when its decomposition declines, and an entry in its 
 changes any of them. Eager calls never come here: they keep the C++/CUDA kernels and C++ autograd.
 
 Registration is lazy (importing Inductor costs over a second): the ops' fake kernels call ``prepare()``, so
-it happens the first time ``torch.compile`` traces an act op, before Inductor compiles anything.
+it happens the first time an act op runs on fake tensors, which ``torch.compile`` does while tracing, before
+Inductor compiles anything.
 """
 
 import functools
