@@ -15,6 +15,7 @@ import argparse
 import functools
 import json
 import math
+import re
 import sys
 import types
 from collections.abc import Callable
@@ -76,10 +77,18 @@ def own_code(fn: Callable) -> Callable:
     return types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
 
 
+KERNEL_DEFINITION = re.compile(r"async_compile\.(triton|cpp_pybinding|cpp)\(")
+
+
+def kernels_in(code: str) -> int:
+    """How many kernels (Triton or C++) one piece of Inductor's generated code defines."""
+    return len(KERNEL_DEFINITION.findall(code))
+
+
 def kernel_counts(fn: Callable[[], object]) -> str:
     """'forward/backward' kernels in the code compiled while ``fn`` first runs."""
     _, code = run_and_get_code(fn)
-    return "/".join(str(c.count("async_compile.triton(") + c.count("async_compile.cpp_pybinding(")) for c in code)
+    return "/".join(str(kernels_in(c)) for c in code)
 
 
 def time_variants(variants: dict[str, tuple[bool | None, Callable[[], object]]], device: torch.device) -> dict:
