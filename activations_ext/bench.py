@@ -1,15 +1,19 @@
 """Benchmark: ours vs torch eager vs torch.compile vs a device-to-device copy (the bandwidth roofline).
 
-Usage: ``python -m activations_ext.bench [--ops ...] [--dtypes ...] [--sizes ...] [--layouts ...] [--json PATH]
-[--plot PATH]``.
-Each figure is the median of CUDA-event timings with the L2 cache flushed before every run (on the
-CPU, of wall-clock timings). Bandwidth counts the bytes every op must move: one read and one write
-per element for the forward ops, two reads and a write for the backward ops.
+Usage: ``python -m activations_ext.bench [--ops ...] [--dtypes ...] [--sizes ...] [--layouts ...] [--repeats N]
+[--json PATH] [--plot PATH]``.
+The implementations of one row run in turns (ours, torch, torch.compile, the copy), each run on a cold L2 and
+timed by CUDA events around the device's work only (wall clock on the CPU); a figure is the median of
+``--repeats`` such interleaved runs of 25 rounds each, and ``spread`` gives the lowest and highest ours-vs-torch
+ratio among them. Bandwidth counts the bytes every op must move: one read and one write per element for the
+forward ops, two reads and a write for the backward ops. Below the table, per op, dtype and layout: the geometric
+mean of ours-vs-torch over the sizes measured, and the lowest row.
 """
 
 import argparse
 import json
 import math
+import statistics
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
@@ -18,14 +22,16 @@ import torch
 
 import activations_ext  # noqa: F401  (registers the ops)
 from activations_ext.numerics import SELU_ALPHA, SELU_SCALE
-from activations_ext.timing import median_seconds
+from activations_ext.timing import interleaved_median_seconds
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "float64": torch.float64}
-CUDA_SIZES = ["2^20", "2^22", "2^24", "2^26", "4096x393216"]
+CUDA_SIZES = ["2^16", "2^18", "2^20", "2^22", "2^24", "2^26", "4096x393216"]
 CPU_SIZES = ["2^16", "2^18", "2^20", "2^22"]
 OPS = ["selu", "relu", "selu_", "relu_", "selu.out", "relu.out", "selu_backward", "relu_backward"]
-# contiguous; or every other element along the last dimension, a view no dense kernel can take as it is.
-LAYOUTS = ["contiguous", "strided"]
+# contiguous; strided: every other element along the last dimension; chunk: the first half of
+# ``t.chunk(2, dim=-1)`` for rows of 4096 (the gated-MLP idiom), contiguous rows with a row stride.
+LAYOUTS = ["contiguous", "strided", "chunk"]
+CHUNK_ROW = 4096
 
 
 def parse_size(size: str) -> tuple[int, ...]:
@@ -83,6 +89,7 @@ class Row:
     copy_us: float  # copying one operand: 2 * elements * itemsize bytes
     copy_bytes: int
     layout: str = "contiguous"
+    spread: tuple[float, float] | None = None  # lowest and highest ours-vs-torch ratio over the repeats
 
     @staticmethod
     def gbps_of(n_bytes: int, us: float) -> float:
@@ -108,10 +115,15 @@ def operands(
     """Random operands (normal data over both branches, never all zeros) for one call of ``op``, in ``layout``;
     an ``out=`` tensor is contiguous and poisoned with NaN."""
     generator = torch.Generator(device=device).manual_seed(0)
-    stored = (*shape[:-1], 2 * shape[-1]) if layout == "strided" else shape
+    if layout == "chunk" and len(shape) == 1:
+        row = math.gcd(shape[0], CHUNK_ROW)
+        shape = (shape[0] // row, row)
+    stored = shape if layout == "contiguous" else (*shape[:-1], 2 * shape[-1])
     tensors = [torch.randn(stored, dtype=dtype, device=device, generator=generator) for _ in range(case.reads)]
     if layout == "strided":
         tensors = [t[..., ::2] for t in tensors]
+    elif layout == "chunk":
+        tensors = [t.chunk(2, dim=-1)[0] for t in tensors]
     if op.endswith(".out"):
         tensors.append(torch.full(shape, float("nan"), dtype=dtype, device=device))
     return tensors
@@ -128,24 +140,29 @@ def compiled_torch(op: str, case: Case) -> Callable[..., object]:
 
 
 def measure(
-    op: str, size: str, dtype: torch.dtype, device: torch.device, with_compile: bool, layout: str = "contiguous"
+    op: str,
+    size: str,
+    dtype: torch.dtype,
+    device: torch.device,
+    with_compile: bool,
+    layout: str = "contiguous",
+    repeats: int = 1,
 ) -> Row:
     """Times ours, torch eager, torch.compile and a copy of the same operand (into a contiguous tensor) for one
-    op, dtype, size and layout."""
+    op, dtype, size and layout, in turns; each time is the median over ``repeats`` interleaved runs."""
     case = make_case(op)
-    shape = parse_size(size)
-    args = operands(case, op, shape, dtype, device, layout)
-    elements = math.prod(shape)
+    args = operands(case, op, parse_size(size), dtype, device, layout)
+    elements = args[0].numel()
     itemsize = args[0].element_size()
-    ours = median_seconds(lambda: case.ours(*args), device)
-    theirs = median_seconds(lambda: case.torch(*args), device)
-    compiled_us = None
-    if with_compile:
-        compiled = compiled_torch(op, case)
-        compiled_us = median_seconds(lambda: compiled(*args), device) * 1e6
     src = args[0]
     dst = torch.empty(src.shape, dtype=dtype, device=device)
-    copy = median_seconds(lambda: dst.copy_(src), device)
+    variants = {"ours": lambda: case.ours(*args), "torch": lambda: case.torch(*args), "copy": lambda: dst.copy_(src)}
+    if with_compile:
+        compiled = compiled_torch(op, case)
+        variants["compile"] = lambda: compiled(*args)
+    runs = [interleaved_median_seconds(variants, device) for _ in range(repeats)]
+    us = {name: statistics.median(run[name] for run in runs) * 1e6 for name in variants}
+    ratios = [run["torch"] / run["ours"] for run in runs]
     return Row(
         device.type,
         op,
@@ -153,12 +170,13 @@ def measure(
         size,
         elements,
         (case.reads + 1) * elements * itemsize,
-        ours * 1e6,
-        theirs * 1e6,
-        compiled_us,
-        copy * 1e6,
+        us["ours"],
+        us["torch"],
+        us.get("compile"),
+        us["copy"],
         2 * elements * itemsize,
         layout,
+        (min(ratios), max(ratios)),
     )
 
 
@@ -185,17 +203,34 @@ def format_table(rows: list[Row]) -> str:
     """A fixed-width table: GB/s per implementation, % of the copy roofline, speedups."""
     head = (
         f"{'device':6} {'op':14} {'dtype':9} {'size':12} {'layout':10} {'ours GB/s':>9} {'torch':>7} {'compile':>8} "
-        f"{'copy':>7} {'%roof':>6} {'vs torch':>8} {'vs compile':>10}"
+        f"{'copy':>7} {'%roof':>6} {'vs torch':>8} {'spread':>11} {'vs compile':>10}"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
         compile_gbps = f"{r.gbps(r.compile_us):8.0f}" if r.compile_us else f"{'-':>8}"
         vs_compile = f"{r.compile_us / r.ours_us:9.2f}x" if r.compile_us else f"{'-':>10}"
+        spread = f"{r.spread[0]:.2f}-{r.spread[1]:.2f}x" if r.spread else "-"
         lines.append(
             f"{r.device:6} {r.op:14} {r.dtype:9} {r.size:12} {r.layout:10} {r.gbps(r.ours_us):9.0f} "
             f"{r.gbps(r.torch_us):7.0f} {compile_gbps} {r.roofline_gbps:7.0f} {r.percent_of_roofline:5.1f}% "
-            f"{r.torch_us / r.ours_us:7.2f}x {vs_compile}"
+            f"{r.torch_us / r.ours_us:7.2f}x {spread:>11} {vs_compile}"
         )
+    return "\n".join(lines)
+
+
+def format_summary(rows: list[Row]) -> str:
+    """Per op, dtype and layout: the geometric mean of ours-vs-torch over the sizes measured, and the lowest row."""
+    groups: dict[tuple[str, str, str], list[Row]] = {}
+    for r in rows:
+        groups.setdefault((r.op, r.dtype, r.layout), []).append(r)
+    head = f"{'op':14} {'dtype':9} {'layout':10} {'sizes':>5} {'geomean vs torch':>16} {'lowest (size)':>20}"
+    lines = [head, "-" * len(head)]
+    for (op, dtype, layout), group in groups.items():
+        ratios = [r.torch_us / r.ours_us for r in group]
+        geomean = math.exp(sum(map(math.log, ratios)) / len(ratios))
+        low = min(group, key=lambda r: r.torch_us / r.ours_us)
+        lowest = f"{low.torch_us / low.ours_us:.2f}x ({low.size})"
+        lines.append(f"{op:14} {dtype:9} {layout:10} {len(group):5} {geomean:15.3f}x {lowest:>20}")
     return "\n".join(lines)
 
 
@@ -266,6 +301,7 @@ def run(
     with_compile: bool,
     show_progress: bool = True,
     layouts: list[str] = LAYOUTS[:1],
+    repeats: int = 1,
 ) -> list[Row]:
     """Measures every combination that fits on the device."""
     combos = [
@@ -278,7 +314,7 @@ def run(
     ]
     rows = []
     for op, d, s, layout in progress(combos, show_progress):
-        rows.append(measure(op, s, DTYPES[d], device, with_compile, layout))
+        rows.append(measure(op, s, DTYPES[d], device, with_compile, layout, repeats))
         if device.type == "cuda":
             torch.cuda.empty_cache()
     return rows
@@ -296,6 +332,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layouts", nargs="+", default=LAYOUTS[:1], choices=LAYOUTS)
     parser.add_argument("--device", default="cuda" if cuda else "cpu")
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile column")
+    parser.add_argument(
+        "--repeats", type=int, help="interleaved runs per row; the figure is their median (default 3 on CUDA, else 1)"
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
     parser.add_argument("--plot", metavar="PATH", help="also draw bandwidth vs size to a PNG")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -308,16 +347,19 @@ def main(argv: list[str] | None = None) -> int:
         rows = [Row(**r) for r in saved["rows"]]
         print(f"device: {saved['device']}; torch {saved['torch']}")
         print(format_table(rows))
+        print(format_summary(rows))
         if args.plot:
             plot(rows, args.plot, f"activations_ext on {saved['device']}")
         return 0
 
     device = torch.device(args.device)
+    repeats = args.repeats or (3 if device.type == "cuda" else 1)
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
-    rows = run(args.ops, args.dtypes, args.sizes, device, not args.no_compile, not args.quiet, args.layouts)
+    rows = run(args.ops, args.dtypes, args.sizes, device, not args.no_compile, not args.quiet, args.layouts, repeats)
     print(f"device: {name}; torch {torch.__version__}")
     print(format_table(rows))
+    print(format_summary(rows))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": name, "torch": torch.__version__, "rows": [asdict(r) for r in rows]}, f, indent=1)

@@ -1,13 +1,15 @@
-// CPU backend: a plain loop per chunk, chunks spread over threads by at::parallel_for.
+// CPU backend: the view's elements in order, split into chunks that at::parallel_for spreads over
+// threads; within a chunk, one plain loop per stretch of a row.
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <ATen/Version.h>
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <utility>
 
-#include "dense_kernels.h"
+#include "backends.h"
 
 namespace act {
 namespace {
@@ -15,13 +17,20 @@ namespace {
 // Elements per task: large enough that the thread pool's overhead stays small (ATen's choice).
 constexpr int64_t kGrainSize = 32768;
 
-// Pointers may alias (in-place ops): the compiler checks for overlap at run time and vectorizes.
-template <typename scalar_t, typename Op, size_t... I>
-C10_ALWAYS_INLINE void cpu_chunk(Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in, int64_t begin,
-                                 int64_t end, std::index_sequence<I...>) {
+// The step of a row every operand walks element by element: a compile-time 1, so the loop over
+// it vectorizes.
+struct UnitStride {
+  constexpr operator int64_t() const { return 1; }
+};
+
+// out[i * s_0] = op(in_k[i * s_k]...) for i < n. Pointers may alias (in-place ops): with unit
+// steps the compiler checks for overlap at run time and vectorizes.
+template <typename scalar_t, typename Op, typename Stride, size_t... I>
+C10_ALWAYS_INLINE void cpu_row(Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in,
+                               std::array<Stride, sizeof...(I) + 1> step, int64_t n, std::index_sequence<I...>) {
   using acc_t = typename Op::acc_t;
-  for (int64_t i = begin; i < end; ++i) {
-    out[i] = static_cast<scalar_t>(op(static_cast<acc_t>(in[I][i])...));
+  for (int64_t i = 0; i < n; ++i) {
+    out[i * step[0]] = static_cast<scalar_t>(op(static_cast<acc_t>(in[I][i * step[I + 1]])...));
   }
 }
 
@@ -31,11 +40,11 @@ C10_ALWAYS_INLINE void cpu_chunk(Op op, scalar_t* out, std::array<const scalar_t
 // ATEN_CPU_CAPABILITY=default runs the baseline copy (the tests use that to check both).
 #if defined(__GNUC__) && defined(__x86_64__)
 #define ACT_HAS_X86_64_V3 1
-template <typename scalar_t, typename Op, size_t... I>
-__attribute__((target("arch=x86-64-v3"), noinline)) void cpu_chunk_x86_64_v3(
-    Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in, int64_t begin, int64_t end,
-    std::index_sequence<I...> seq) {
-  cpu_chunk(op, out, in, begin, end, seq);
+template <typename scalar_t, typename Op, typename Stride, size_t... I>
+__attribute__((target("arch=x86-64-v3"), noinline)) void cpu_row_x86_64_v3(
+    Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in, std::array<Stride, sizeof...(I) + 1> step,
+    int64_t n, std::index_sequence<I...> seq) {
+  cpu_row(op, out, in, step, n, seq);
 }
 
 bool use_x86_64_v3() {
@@ -48,15 +57,50 @@ bool use_x86_64_v3() {
 }
 #endif
 
-template <typename scalar_t, typename Op, size_t... I>
-void cpu_loop(Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in, int64_t n,
-              std::index_sequence<I...> seq) {
-  at::parallel_for(0, n, kGrainSize, [=](int64_t begin, int64_t end) {
+template <typename scalar_t, typename Op, typename Stride, size_t... I>
+void run_row(Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in,
+             std::array<Stride, sizeof...(I) + 1> step, int64_t n, std::index_sequence<I...> seq) {
 #ifdef ACT_HAS_X86_64_V3
-    if (use_x86_64_v3()) return cpu_chunk_x86_64_v3(op, out, in, begin, end, seq);
+  if (use_x86_64_v3()) return cpu_row_x86_64_v3(op, out, in, step, n, seq);
 #endif
-    cpu_chunk(op, out, in, begin, end, seq);
-  });
+  cpu_row(op, out, in, step, n, seq);
+}
+
+// Elements [begin, end) of the view in order: rows along dimension 0, the other dimensions
+// counted like an odometer so that only a chunk's first element needs divisions.
+template <typename scalar_t, typename Op, size_t... I>
+void cpu_strided_chunk(Op op, const StridedView& view, int64_t begin, int64_t end, std::index_sequence<I...> seq) {
+  constexpr int operands = Op::arity + 1;
+  const int64_t cols = view.sizes[0];
+  bool unit_rows = true;
+  for (int k = 0; k < operands; ++k) unit_rows &= view.strides[k][0] == 1;
+  int64_t index[kMaxDims] = {};
+  int64_t offset[operands] = {};  // of the current row's first element, in elements
+  int64_t row = begin / cols;
+  for (int d = 1; d < view.ndim; ++d) {
+    index[d] = row % view.sizes[d];
+    row /= view.sizes[d];
+    for (int k = 0; k < operands; ++k) offset[k] += index[d] * view.strides[k][d];
+  }
+  int64_t col = begin % cols;
+  while (begin < end) {
+    const int64_t n = std::min(cols - col, end - begin);
+    const auto at = [&](int k) { return reinterpret_cast<scalar_t*>(view.data[k]) + offset[k] + col * view.strides[k][0]; };
+    const std::array<const scalar_t*, Op::arity> in{at(I + 1)...};
+    if (unit_rows) {
+      run_row(op, at(0), in, std::array<UnitStride, operands>{}, n, seq);
+    } else {
+      run_row(op, at(0), in, std::array<int64_t, operands>{view.strides[0][0], view.strides[I + 1][0]...}, n, seq);
+    }
+    begin += n;
+    col = 0;
+    for (int d = 1; d < view.ndim; ++d) {  // next row
+      for (int k = 0; k < operands; ++k) offset[k] += view.strides[k][d];
+      if (++index[d] < view.sizes[d]) break;
+      for (int k = 0; k < operands; ++k) offset[k] -= index[d] * view.strides[k][d];
+      index[d] = 0;
+    }
+  }
 }
 
 }  // namespace
@@ -68,13 +112,12 @@ const char* cpu_loop_name() {
   return "baseline";
 }
 
-void cpu_activation(Activation kind, const at::Tensor& out, c10::ArrayRef<at::Tensor> inputs) {
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "act_cpu", [&] {
+void cpu_activation(Activation kind, c10::ScalarType dtype, const StridedView& view) {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dtype, "act_cpu", [&] {
     with_functor<scalar_t>(kind, [&](auto op) {
-      constexpr int arity = decltype(op)::arity;
-      std::array<const scalar_t*, arity> in;
-      for (int k = 0; k < arity; ++k) in[k] = inputs[k].const_data_ptr<scalar_t>();
-      cpu_loop(op, out.mutable_data_ptr<scalar_t>(), in, out.numel(), std::make_index_sequence<arity>{});
+      at::parallel_for(0, view.numel(), kGrainSize, [&](int64_t begin, int64_t end) {
+        cpu_strided_chunk<scalar_t>(op, view, begin, end, std::make_index_sequence<decltype(op)::arity>{});
+      });
     });
   });
 }

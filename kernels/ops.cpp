@@ -1,14 +1,17 @@
 // The `act` operator schemas and their CPU/CUDA kernels: argument checks, output allocation,
-// and bringing any layout to the dense form the backends compute on.
+// and describing the operands' layout to the backends.
 #include <ATen/MemoryOverlap.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
+#include <c10/util/ArrayRef.h>
 #include <c10/util/SmallVector.h>
 #include <torch/library.h>
 
+#include <cstdlib>
 #include <string>
+#include <utility>
 
-#include "dense_kernels.h"
+#include "backends.h"
 
 namespace act {
 namespace {
@@ -49,35 +52,77 @@ void check_matches(Activation kind, const at::Tensor& t, const char* arg, const 
               shape_str(like.sizes()), ", but got ", shape_str(t.sizes()));
 }
 
-// Same element at the same memory offset: strides agree wherever a dimension has more than one element.
-bool same_layout(const at::Tensor& a, const at::Tensor& b) {
-  for (int64_t d = 0; d < a.dim(); ++d) {
-    if (a.size(d) > 1 && a.stride(d) != b.stride(d)) return false;
+// The operands as one StridedView: dimensions ordered innermost first by the output's strides
+// (the inputs' break ties; a stride of 0 says nothing about order), size-1 dimensions dropped,
+// and neighbours merged where every operand steps through them as through one. False when more
+// than kMaxDims dimensions remain.
+bool make_view(const at::Tensor& out, c10::ArrayRef<at::Tensor> inputs, StridedView& view) {
+  c10::SmallVector<const at::Tensor*, kMaxOperands> operands{&out};
+  for (const auto& input : inputs) operands.push_back(&input);
+  c10::SmallVector<int64_t, 8> dims;
+  for (int64_t d = out.dim() - 1; d >= 0; --d) {
+    if (out.size(d) != 1) dims.push_back(d);
+  }
+  // Insertion sort, as TensorIterator does: skipping zero strides makes this order partial, which
+  // std::sort does not allow.
+  const auto inner_than = [&](int64_t a, int64_t b) {
+    for (const at::Tensor* t : operands) {
+      const int64_t sa = std::abs(t->stride(a)), sb = std::abs(t->stride(b));
+      if (sa != sb && sa != 0 && sb != 0) return sa < sb;
+    }
+    return false;
+  };
+  for (size_t i = 1; i < dims.size(); ++i) {
+    for (size_t j = i; j > 0 && inner_than(dims[j], dims[j - 1]); --j) std::swap(dims[j], dims[j - 1]);
+  }
+  view.ndim = 0;
+  for (const int64_t d : dims) {
+    const int last = view.ndim - 1;
+    bool merges = last >= 0;
+    for (size_t k = 0; merges && k < operands.size(); ++k) {
+      merges = operands[k]->stride(d) == view.strides[k][last] * view.sizes[last];
+    }
+    if (merges) {
+      view.sizes[last] *= out.size(d);
+      continue;
+    }
+    if (view.ndim == kMaxDims) return false;
+    view.sizes[view.ndim] = out.size(d);
+    for (size_t k = 0; k < operands.size(); ++k) view.strides[k][view.ndim] = operands[k]->stride(d);
+    ++view.ndim;
+  }
+  if (view.ndim == 0) {  // one element
+    view.ndim = 1;
+    view.sizes[0] = 1;
+    for (size_t k = 0; k < operands.size(); ++k) view.strides[k][0] = 1;
+  }
+  for (size_t k = 0; k < operands.size(); ++k) {
+    view.data[k] = static_cast<char*>(const_cast<void*>(operands[k]->const_data_ptr()));
   }
   return true;
 }
 
-void run_dense(Activation kind, const at::Tensor& out, c10::ArrayRef<at::Tensor> inputs) {
+void run_view(Activation kind, const at::Tensor& out, const StridedView& view) {
 #ifdef ACT_WITH_CUDA
-  if (out.is_cuda()) return cuda_activation(kind, out, inputs);
+  if (out.is_cuda()) return cuda_activation(kind, out.scalar_type(), out.device(), view);
 #endif
   TORCH_CHECK(out.is_cpu(), op_name(kind), ": tensors on ", out.device(), " are not supported by this build");
-  cpu_activation(kind, out, inputs);
+  cpu_activation(kind, out.scalar_type(), view);
 }
 
-// out = kind(inputs...) for any layouts. The common case (out dense, inputs laid out alike,
-// in-place included) goes straight to the backend; otherwise operands are copied into a
-// dense layout first, and the result copied back into a non-dense `out`.
+// out = kind(inputs...), in one pass over any layouts: each operand is read and written where it
+// lies, with no staging copies. Only a layout of more than kMaxDims unmergeable dimensions goes
+// through dense copies.
 void run(Activation kind, const at::Tensor& out, std::initializer_list<at::Tensor> operands) {
   if (out.numel() == 0) return;
-  const at::Tensor dense_out =
-      out.is_non_overlapping_and_dense() ? out : at::empty_like(out, at::MemoryFormat::Contiguous);
-  c10::SmallVector<at::Tensor, 2> inputs(operands.begin(), operands.end());
-  for (auto& input : inputs) {
-    if (!same_layout(input, dense_out)) input = at::empty_like(dense_out).copy_(input);
-  }
-  run_dense(kind, dense_out, inputs);
-  if (!dense_out.is_same(out)) out.copy_(dense_out);
+  StridedView view;
+  if (make_view(out, operands, view)) return run_view(kind, out, view);
+  const at::Tensor dense_out = at::empty_like(out, at::MemoryFormat::Contiguous);
+  c10::SmallVector<at::Tensor, 2> inputs;
+  for (const auto& input : operands) inputs.push_back(input.contiguous());
+  TORCH_INTERNAL_ASSERT(make_view(dense_out, inputs, view));
+  run_view(kind, dense_out, view);
+  out.copy_(dense_out);
 }
 
 template <Activation kind>

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Build, test and benchmark on a GPU machine; full logs go to $OUT (default: device-logs/).
-# Usage: bash scripts/device_check.sh [all|test|sanitize|bench] [extra pytest args]
+# Usage: bash scripts/device_check.sh [all|test|sanitize|bench|fusion] [extra pytest args]
 #   test:     build, SASS check, the whole test suite
 #   sanitize: compute-sanitizer memcheck, racecheck and initcheck over scripts/sanitizer_cases.py
-#   bench:    the main job, the benchmark (contiguous and strided), the torch.compile fusion benchmark
-#   all:      all three (longer than one 10-minute device call: run the stages as calls on a warm machine)
+#   bench:    the main job, the benchmark (mid sizes, large sizes, the strided and chunk layouts)
+#   fusion:   the torch.compile fusion benchmark
+#   all:      all four (longer than one 10-minute device call: run the stages as calls on a warm machine)
 # The build is skipped when the extension is newer than every source it is built from.
 set -uo pipefail
 stage=${1:-all}
 [ $# -gt 0 ] && shift
-case "$stage" in all|test|sanitize|bench) ;; *) echo "unknown stage: $stage (all, test, sanitize or bench)"; exit 2 ;; esac
+case "$stage" in all|test|sanitize|bench|fusion) ;; *) echo "unknown stage: $stage (all, test, sanitize, bench or fusion)"; exit 2 ;; esac
 OUT=${OUT:-device-logs}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 ACT_EXPECT_CUDA_BUILD=1
@@ -48,7 +49,7 @@ sanitize_stage() {
     echo "== compute-sanitizer (our kernels only)"
     for tool in memcheck racecheck initcheck; do
         PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${SANITIZER_TIMEOUT:-100}" compute-sanitizer --tool "$tool" \
-            --kernel-name kns=vectorized_elementwise_kernel --error-exitcode 1 python3 scripts/sanitizer_cases.py \
+            --kernel-name kns=strided_activation_kernel --error-exitcode 1 python3 scripts/sanitizer_cases.py \
             > "/tmp/sanitizer_$tool.log" 2>&1
         echo "$tool: exit $? | $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|sanitizer cases' "/tmp/sanitizer_$tool.log" | tr '\n' ' ')"
     done
@@ -58,13 +59,20 @@ bench_stage() {
     echo "== main job"
     python3 -m activations_ext 2>&1 | tee "$OUT/main.log"
 
-    echo "== benchmark"
-    python3 -m activations_ext.bench --json "$OUT/bench.json" --plot "$OUT/bench.png" 2> /tmp/bench.err | tee "$OUT/bench.txt"
-    tail -3 /tmp/bench.err
-    echo "== benchmark, strided inputs (every other element: no dense kernel takes them as they are)"
-    python3 -m activations_ext.bench --layouts strided --sizes 2^22 2^24 --dtypes float32 bfloat16 --quiet \
-        2>&1 | tee "$OUT/bench_strided.txt"
+    # Three parts, so that each fits a device call beside the build: mid sizes (every op and dtype), large
+    # sizes with the torch.compile column, then the strided and chunk layouts.
+    echo "== benchmark, mid sizes"
+    python3 -m activations_ext.bench --sizes 2^16 2^18 2^20 2^22 --no-compile --quiet --json "$OUT/bench_mid.json" \
+        2>&1 | tee "$OUT/bench_mid.txt"
+    echo "== benchmark, large sizes"
+    python3 -m activations_ext.bench --sizes 2^24 2^26 4096x393216 --ops selu relu selu_backward relu_backward \
+        --quiet --json "$OUT/bench.json" --plot "$OUT/bench.png" 2>&1 | tee "$OUT/bench.txt"
+    echo "== benchmark, strided and chunk layouts (no dense kernel takes them as they are)"
+    python3 -m activations_ext.bench --layouts strided chunk --sizes 2^22 2^24 --dtypes float32 bfloat16 --no-compile \
+        --quiet --json "$OUT/bench_strided.json" 2>&1 | tee "$OUT/bench_strided.txt"
+}
 
+fusion_stage() {
     echo "== benchmark under torch.compile: fused, opaque (fusion off), torch's ops"
     python3 -m activations_ext.bench_fusion --json "$OUT/bench_fusion.json" 2> /tmp/bench_fusion.err \
         | tee "$OUT/bench_fusion.txt"
@@ -77,5 +85,6 @@ case "$stage" in
     test) test_stage "$@" ;;
     sanitize) sanitize_stage ;;
     bench) bench_stage ;;
-    all) test_stage "$@"; sanitize_stage; bench_stage ;;
+    fusion) fusion_stage ;;
+    all) test_stage "$@"; sanitize_stage; bench_stage; fusion_stage ;;
 esac

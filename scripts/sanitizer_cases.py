@@ -1,8 +1,11 @@
-"""CUDA work for compute-sanitizer: every op, form and dtype on odd sizes, unaligned views and empty tensors.
+"""CUDA work for compute-sanitizer: every op, form and dtype on odd sizes, unaligned and strided views, rows and
+empty tensors.
 
 Run it under memcheck, racecheck and initcheck (scripts/device_check.sh does); it also checks results, so a
 sanitizer-clean run that computes wrong values still fails.
 """
+
+from collections.abc import Callable
 
 import torch
 
@@ -11,12 +14,19 @@ import activations_ext  # noqa: F401  (registers the ops)
 SIZES = [0, 1, 3, 7, 9, 33, 4099]
 
 
-def views(n: int, dtype: torch.dtype) -> list[torch.Tensor]:
-    """Contiguous, at odd offsets (unaligned), strided and transposed tensors of n elements."""
-    base = torch.randn(2 * n + 16, device="cuda", dtype=torch.float64).to(dtype)
-    cases = [base[:n], base[1 : n + 1], base[3 : n + 3], base[: 2 * n : 2]]
+def views(n: int) -> list[Callable[[torch.Tensor], torch.Tensor]]:
+    """Views of about n elements into a buffer of 2n + 16: contiguous, at odd offsets (unaligned), every other
+    element, transposed, and rows (the second half of a chunk, a narrow with a head and a tail)."""
+    cases = [lambda b: b[:n], lambda b: b[1 : n + 1], lambda b: b[3 : n + 3], lambda b: b[: 2 * n : 2]]
     if n > 1:
-        cases.append(base[: n - n % 2].view(2, -1).t() if n % 2 == 0 else base[1 : n + 1].view(1, n).t())
+        if n % 2 == 0:
+            cases.append(lambda b: b[:n].view(2, -1).t())
+        else:
+            cases.append(lambda b: b[1 : n + 1].view(1, n).t())
+    if n >= 24:
+        rows = n // 24
+        cases.append(lambda b: b[: 48 * rows].view(rows, 48).chunk(2, dim=-1)[1])
+        cases.append(lambda b: b[: 48 * rows].view(rows, 48)[:, 3:27])
     return cases
 
 
@@ -24,13 +34,15 @@ def main() -> None:
     checked = 0
     for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
         for n in SIZES:
-            for x in views(n, dtype):
+            base = torch.randn(2 * n + 16, device="cuda", dtype=torch.float64).to(dtype)
+            for view in views(n):
+                x = view(base)
                 for op in ("selu", "relu"):
                     reference = getattr(torch, op)(x)
                     ours = getattr(torch.ops.act, op)(x)
                     out = torch.empty(x.shape, dtype=dtype, device="cuda")
                     getattr(torch.ops.act, op)(x, out=out)
-                    inplace = getattr(torch.ops.act, op + "_")(x.clone())
+                    inplace = getattr(torch.ops.act, op + "_")(view(base.clone()))
                     grad = (
                         torch.ops.act.selu_backward(x, reference)
                         if op == "selu"

@@ -2,7 +2,7 @@
 
 Usage (on the GPU machine, from the repository root): ``python3 scripts/tune_launch.py [NAME-PART ...]``. Prints, per
 configuration, the geometric mean of ours/torch eager speed per size and the share of the copy roofline;
-the best configuration becomes the default in kernels/vectorized_elementwise.cuh.
+the best configuration becomes the default in kernels/elementwise.cuh.
 """
 
 import json

@@ -93,10 +93,25 @@ def make_layout(layout: str, dtype: torch.dtype, device: str) -> torch.Tensor:
         return random_data((3, 5, 7, 11), dtype, device).to(memory_format=torch.channels_last)
     if layout == "expanded":
         return random_data((1, 129), dtype, device).expand(37, 129)
+    # Rows of contiguous elements with a row stride (the CUDA launcher's packed rows): each row at one
+    # 16-byte phase in every dtype; the second half of a chunk, and a narrow that leaves a head and a tail.
+    if layout == "chunk":
+        return random_data((37, 2 * 136), dtype, device).chunk(2, dim=-1)[1]
+    if layout == "narrow":
+        return random_data((37, 320), dtype, device).narrow(1, 3, 197)
+    if layout == "chunk_unaligned":  # rows at different phases: element by element
+        return random_data((37, 2 * 131), dtype, device).chunk(2, dim=-1)[1]
+    if layout == "odd_strides":
+        return random_data((40, 45), dtype, device)[::3, ::5]
+    if layout == "permuted":  # four dimensions, none mergeable
+        return random_data((3, 4, 5, 6), dtype, device)[:, :, :, 1:].permute(2, 0, 3, 1)
+    if layout == "channels_last_slice":
+        return random_data((3, 5, 7, 11), dtype, device).to(memory_format=torch.channels_last)[:, 1:, :, 2:]
     raise ValueError(layout)
 
 
-LAYOUTS = ["contiguous", "scalar", "empty", "transposed", "strided", "offset", "channels_last", "expanded"]
+STRIDED_LAYOUTS = ["strided", "chunk", "narrow", "chunk_unaligned", "odd_strides", "permuted", "channels_last_slice"]
+LAYOUTS = ["contiguous", "scalar", "empty", "transposed", "offset", "channels_last", "expanded", *STRIDED_LAYOUTS]
 
 
 def inside_guarded_storage(x: torch.Tensor, guard: int = 64) -> tuple[torch.Tensor, torch.Tensor]:

@@ -17,23 +17,35 @@ def test_operands_are_random_in_the_asked_layout():
     cpu = torch.device("cpu")
     g, r = bench.operands(bench.make_case("selu_backward"), "selu_backward", (7,), torch.bfloat16, cpu, "contiguous")
     assert g.is_contiguous() and not torch.equal(g, r)
+    # The first half of a chunk(2, -1): rows of 4096 contiguous elements, 8192 apart.
+    (x,) = bench.operands(bench.make_case("relu"), "relu", (2**14,), torch.float32, cpu, "chunk")
+    assert x.shape == (4, 4096) and x.stride() == (8192, 1)
+
+
+def test_summary_takes_the_geometric_mean_and_the_lowest_row():
+    def row(size: str, ours_us: float) -> bench.Row:
+        return bench.Row("cuda", "relu", "float32", size, 1, 8, ours_us, 10.0, None, 1.0, 8)
+
+    lines = bench.format_summary([row("2^16", 5.0), row("2^18", 20.0), row("2^20", 10.0)]).splitlines()
+    assert len(lines) == 3
+    assert "1.000x" in lines[2] and "0.50x (2^18)" in lines[2]
 
 
 def test_report_rows_json_and_table(tmp_path, capsys):
     path = tmp_path / "bench.json"
     argv = ["--ops", "selu", "selu.out", "relu_backward", "--dtypes", "float32", "bfloat16", "--sizes", "2^10", "3x5"]
-    argv += ["--layouts", "contiguous", "strided", "--device", "cpu", "--no-compile", "--quiet", "--json", str(path)]
+    argv += ["--layouts", *bench.LAYOUTS, "--device", "cpu", "--no-compile", "--quiet", "--json", str(path)]
     assert bench.main(argv) == 0
     printed = capsys.readouterr().out
     saved = json.loads(path.read_text())
     rows = [bench.Row(**r) for r in saved["rows"]]
-    assert len(rows) == 3 * 2 * 2 * 2
+    assert len(rows) == 3 * 2 * 2 * 3
     assert {(r.op, r.dtype, r.size, r.layout) for r in rows} == {
         (op, d, s, layout)
         for op in ("selu", "selu.out", "relu_backward")
         for d in ("float32", "bfloat16")
         for s in ("2^10", "3x5")
-        for layout in ("contiguous", "strided")
+        for layout in ("contiguous", "strided", "chunk")
     }
     for r in rows:
         itemsize = 4 if r.dtype == "float32" else 2
@@ -41,7 +53,9 @@ def test_report_rows_json_and_table(tmp_path, capsys):
         assert r.bytes == (3 if r.op == "relu_backward" else 2) * r.elements * itemsize
         assert r.copy_bytes == 2 * r.elements * itemsize
         assert r.ours_us > 0 and r.torch_us > 0 and r.copy_us > 0 and r.compile_us is None
-    assert len(printed.splitlines()) == 3 + len(rows)
+        assert r.spread[0] == r.spread[1] == pytest.approx(r.torch_us / r.ours_us)  # one run: its own ratio
+    groups = 3 * 2 * 3
+    assert len(printed.splitlines()) == 3 + len(rows) + 2 + groups
 
     assert bench.main(["--from-json", str(path)]) == 0
     assert capsys.readouterr().out == printed, "a saved report prints the same table"

@@ -7,6 +7,7 @@ from conftest import (
     DTYPES,
     FORWARD,
     LAYOUTS,
+    STRIDED_LAYOUTS,
     assert_matches,
     inside_guarded_storage,
     make_layout,
@@ -44,7 +45,7 @@ def test_sizes_and_offsets(device, op, dtype, offset):
 
 @pytest.mark.parametrize("op", ["selu", "relu"])
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided", "offset", "channels_last", "scalar"])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "offset", "channels_last", "scalar", *STRIDED_LAYOUTS])
 def test_inplace_writes_that_view_only(device, op, dtype, layout):
     _, inplace, ref = FORWARD[op]
     buffer, x = inside_guarded_storage(make_layout(layout, dtype, device))
@@ -62,8 +63,8 @@ def test_inplace_writes_that_view_only(device, op, dtype, layout):
 
 @pytest.mark.parametrize("op", ["selu", "relu"])
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("out_layout", ["contiguous", "transposed", "strided", "offset"])
-@pytest.mark.parametrize("x_layout", ["contiguous", "strided"])
+@pytest.mark.parametrize("out_layout", ["contiguous", "transposed", "strided", "offset", "chunk"])
+@pytest.mark.parametrize("x_layout", ["contiguous", "strided", "narrow"])
 def test_out_writes_poisoned_out(device, op, dtype, out_layout, x_layout):
     functional, _, ref = FORWARD[op]
     x = make_layout(x_layout, dtype, device)
@@ -76,6 +77,9 @@ def test_out_writes_poisoned_out(device, op, dtype, out_layout, x_layout):
     elif out_layout == "transposed":
         buffer = torch.full((x.shape[1], x.shape[0]), float("nan"), dtype=dtype, device=device)
         out = buffer.t()
+    elif out_layout == "chunk":
+        buffer = torch.full((x.shape[0], 2 * x.shape[1]), float("nan"), dtype=dtype, device=device)
+        out = buffer.chunk(2, dim=-1)[0]
     else:
         buffer = torch.full((x.shape[0], 2 * x.shape[1] + 1), float("nan"), dtype=dtype, device=device)
         out = buffer[:, 1::2]
@@ -87,10 +91,15 @@ def test_out_writes_poisoned_out(device, op, dtype, out_layout, x_layout):
 
 @pytest.mark.parametrize("op", ["selu", "relu"])
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("grad_layout", ["contiguous", "expanded", "transposed", "strided", "scalar", "empty"])
+@pytest.mark.parametrize(
+    "grad_layout", ["contiguous", "expanded", "transposed", "scalar", "empty", "summed", *STRIDED_LAYOUTS]
+)
 def test_backward_ops_match_reference(device, op, dtype, grad_layout):
     backward, ref = BACKWARD[op]
-    grad = make_layout(grad_layout, dtype, device)
+    if grad_layout == "summed":  # what .sum().backward() passes: one value, stride 0 everywhere
+        grad = random_data((), dtype, device).expand(37, 129)
+    else:
+        grad = make_layout(grad_layout, dtype, device)
     result = FORWARD[op][0](random_data(tuple(grad.shape), dtype, device, seed=1))
     grad_input = backward(grad, result)
     assert grad_input.shape == result.shape

@@ -22,7 +22,7 @@ NEEDED_IN_SDIST = [
     "activations_ext/__init__.py",
     "activations_ext/py.typed",
     "kernels/activations.h",
-    "kernels/vectorized_elementwise.cuh",
+    "kernels/elementwise.cuh",
     "kernels/cuda_kernels.cu",
     "kernels/ops.cpp",
     "tests/conftest.py",

@@ -1,0 +1,301 @@
+#pragma once
+// One generic elementwise launcher for every op and every layout; an op supplies only its scalar
+// functor. The iteration is rows along the view's innermost dimension: each row is a head of
+// single elements up to the first 16-byte boundary, packs of 16 bytes, and a tail of single
+// elements, with every operand loaded and stored a pack at a time when the rows allow it
+// (innermost stride 1, every row at the same 16-byte phase in every operand); otherwise every
+// element is a pack of one. A dense tensor is one row. Row starts come from the other dimensions'
+// sizes and strides by fast division, offsets in 64 bits.
+
+#include <c10/cuda/CUDAException.h>
+#include <c10/macros/Macros.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "backends.h"
+
+namespace act {
+
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Pack {
+  T v[N];
+};
+
+// Launch shape. The defaults are the best of scripts/tune_launch.py's sweep on an H100; the
+// macros let that script build the alternatives.
+#ifndef ACT_THREADS
+#define ACT_THREADS 128
+#endif
+#ifndef ACT_UNROLL_LARGE
+#define ACT_UNROLL_LARGE 4
+#endif
+#ifndef ACT_LARGE_PACKS_LOG2
+#define ACT_LARGE_PACKS_LOG2 22
+#endif
+#ifndef ACT_MID_ELEMENTS
+#define ACT_MID_ELEMENTS 8
+#endif
+constexpr int kThreads = ACT_THREADS;
+// Packs each thread loads before it uses the first: several in flight cover DRAM latency on
+// large tensors, but on mid-size ones they leave too few threads to fill the GPU.
+constexpr int kUnrollLarge = ACT_UNROLL_LARGE;
+// From this many packs (2^22 packs: 64 MiB) every SM stays busy at kUnrollLarge.
+constexpr int64_t kLargePacks = int64_t(1) << ACT_LARGE_PACKS_LOG2;
+// Below that, each thread takes this many elements (torch's choice too): one 16-byte pack of a
+// 16-bit type, two of float, four of double. One pack per thread left float 0.86x of torch at
+// 2^16 elements on the H100: twice the blocks for the same bytes.
+constexpr int kMidElements = ACT_MID_ELEMENTS;
+// A launch indexes its packs and elements in 32 bits, so larger views go in parts.
+constexpr int64_t kMaxLaunchElements = (int64_t(1) << 31) - 1;
+
+// n / divisor and n % divisor for n < 2^31 by a multiply-high and a shift (Granlund and Montgomery,
+// "Division by invariant integers using multiplication", 1994): a row of the view is found per
+// pack, and a hardware-free 32-bit division would cost more than the pack's memory traffic.
+struct FastDivmod {
+  uint32_t divisor = 1, magic = 1, shift = 0;
+  FastDivmod() = default;
+  explicit FastDivmod(uint32_t d) : divisor(d) {
+    while (shift < 32 && (uint64_t(1) << shift) < d) ++shift;
+    magic = uint32_t((uint64_t(1) << 32) * ((uint64_t(1) << shift) - d) / d + 1);
+  }
+  __device__ __forceinline__ uint32_t div(uint32_t n) const { return (__umulhi(n, magic) + n) >> shift; }
+};
+
+template <int N>
+struct Offsets {
+  int64_t v[N];  // elements from each operand's data pointer
+};
+
+template <typename T, int N>
+struct Pointers {
+  T* p[N];
+};
+
+// Where the view's rows start: up to D dimensions other than the innermost, innermost first. The
+// outermost needs no division (the row index left is its index). D = 0 is a dense view's single
+// row; D = 1 the 2-D views of a chunk, narrow or column slice; larger D anything else.
+template <int N, int D>
+struct RowStarts {
+  int ndim = 0;
+  FastDivmod sizes[D];
+  int64_t strides[D][N];
+
+  __device__ __forceinline__ Offsets<N> operator()(uint32_t row) const {
+    Offsets<N> at{};
+#pragma unroll(D < 4 ? D : 4)
+    for (int d = 0; d < D && d < ndim; ++d) {
+      uint32_t index = row;
+      if (d + 1 < ndim) {
+        row = sizes[d].div(index);
+        index -= row * sizes[d].divisor;
+      }
+#pragma unroll
+      for (int k = 0; k < N; ++k) at.v[k] += int64_t(index) * strides[d][k];
+    }
+    return at;
+  }
+};
+
+template <int N>
+struct RowStarts<N, 0> {
+  __device__ __forceinline__ Offsets<N> operator()(uint32_t) const { return {}; }
+};
+
+// The iteration: rows of `head` single elements, `packs` packs of VEC, then single elements from
+// column `tail` to the row's end.
+template <int N, int D>
+struct Rows {
+  RowStarts<N, D> starts;
+  int64_t step[N];  // innermost stride: 1 for every operand when VEC > 1
+  FastDivmod packs;
+  FastDivmod singles;
+  uint32_t head = 0, tail = 0;
+
+  template <int VEC>
+  __device__ __forceinline__ Offsets<N> at(uint32_t row, uint32_t col) const {
+    Offsets<N> o = starts(row);
+#pragma unroll
+    for (int k = 0; k < N; ++k) o.v[k] += VEC > 1 ? int64_t(col) : int64_t(col) * step[k];
+    return o;
+  }
+};
+
+// A pack's load through the read-only data path (ld.global.nc), as a __restrict__ output would let
+// the compiler choose: each element is read once, by the thread that then writes it, so the path's
+// incoherence with this kernel's own stores cannot show (in place included).
+template <typename P>
+__device__ __forceinline__ P load_read_only(const P* p) {
+  using Word = std::conditional_t<
+      sizeof(P) == 16, uint4,
+      std::conditional_t<sizeof(P) == 8, uint2, std::conditional_t<sizeof(P) == 4, unsigned int, unsigned short>>>;
+  static_assert(sizeof(Word) == sizeof(P));
+  const Word word = __ldg(reinterpret_cast<const Word*>(p));
+  P pack;
+  memcpy(&pack, &word, sizeof(P));
+  return pack;
+}
+
+template <typename Op, typename T, size_t... I>
+__device__ __forceinline__ T apply_op(const Op& op, const T (&args)[sizeof...(I)], std::index_sequence<I...>) {
+  return static_cast<T>(op(static_cast<typename Op::acc_t>(args[I])...));
+}
+
+// out = op(inputs) over `n` packs of VEC elements and `n_singles` single elements. Operand 0 of
+// `ptr` is the output.
+template <int VEC, int UNROLL, typename T, typename Op, int D>
+__global__ void __launch_bounds__(kThreads)
+strided_activation_kernel(Op op, Pointers<T, Op::arity + 1> ptr, Rows<Op::arity + 1, D> rows, uint32_t n_packs,
+                          uint32_t n_singles) {
+  constexpr int arity = Op::arity;
+  using Seq = std::make_index_sequence<arity>;
+  using P = Pack<T, VEC>;
+  const uint32_t thread = blockIdx.x * kThreads + threadIdx.x;
+  const uint32_t threads = gridDim.x * kThreads;
+
+  for (uint32_t s = thread; s < n_singles; s += threads) {
+    const uint32_t row = rows.singles.div(s);
+    const uint32_t q = s - row * rows.singles.divisor;
+    const Offsets<arity + 1> o = rows.template at<VEC>(row, q < rows.head ? q : rows.tail + (q - rows.head));
+    T args[arity];
+#pragma unroll
+    for (int k = 0; k < arity; ++k) args[k] = load_read_only(ptr.p[k + 1] + o.v[k + 1]);
+    ptr.p[0][o.v[0]] = apply_op(op, args, Seq{});
+  }
+
+  for (uint32_t base = blockIdx.x * kThreads * UNROLL + threadIdx.x; base < n_packs; base += threads * UNROLL) {
+    Offsets<arity + 1> o[UNROLL];
+    P loaded[UNROLL][arity];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const uint32_t idx = base + u * kThreads;
+      if (idx < n_packs) {
+        const uint32_t row = rows.packs.div(idx);
+        o[u] = rows.template at<VEC>(row, rows.head + (idx - row * rows.packs.divisor) * VEC);
+#pragma unroll
+        for (int k = 0; k < arity; ++k) {
+          loaded[u][k] = load_read_only(reinterpret_cast<const P*>(ptr.p[k + 1] + o[u].v[k + 1]));
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      if (base + u * kThreads < n_packs) {
+        P result;
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+          T args[arity];
+#pragma unroll
+          for (int k = 0; k < arity; ++k) args[k] = loaded[u][k].v[j];
+          result.v[j] = apply_op(op, args, Seq{});
+        }
+        *reinterpret_cast<P*>(ptr.p[0] + o[u].v[0]) = result;
+      }
+    }
+  }
+}
+
+template <int VEC, typename T, typename Op, int D>
+void launch(Op op, Pointers<T, Op::arity + 1> ptr, const Rows<Op::arity + 1, D>& rows, int64_t n_packs,
+            int64_t n_singles, cudaStream_t stream) {
+  constexpr int kUnrollMid = std::max(1, kMidElements / VEC);
+  constexpr int kUnroll = std::max(kUnrollLarge, kUnrollMid);
+  const bool large = n_packs >= kLargePacks;
+  const int64_t per_block = int64_t(kThreads) * (large ? kUnroll : kUnrollMid);
+  const int64_t blocks =
+      std::max<int64_t>({1, (n_packs + per_block - 1) / per_block, (n_singles + kThreads - 1) / kThreads});
+  const auto grid = static_cast<unsigned>(blocks);
+  if (large) {
+    strided_activation_kernel<VEC, kUnroll><<<grid, kThreads, 0, stream>>>(op, ptr, rows, n_packs, n_singles);
+  } else {
+    strided_activation_kernel<VEC, kUnrollMid><<<grid, kThreads, 0, stream>>>(op, ptr, rows, n_packs, n_singles);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// One launch over a view of at most kMaxLaunchElements elements with D + 1 dimensions or fewer.
+template <int D, typename T, typename Op>
+void launch_rows(Op op, const StridedView& view, cudaStream_t stream) {
+  constexpr int N = Op::arity + 1;
+  constexpr int kBytes = 16;
+  constexpr int kVec = kBytes / sizeof(T);
+  Pointers<T, N> ptr;
+  Rows<N, D> rows;
+  const int64_t cols = view.sizes[0];
+  const int64_t n_rows = view.numel() / cols;
+  if constexpr (D > 0) {
+    rows.starts.ndim = view.ndim - 1;
+    for (int d = 1; d < view.ndim; ++d) {
+      rows.starts.sizes[d - 1] = FastDivmod(static_cast<uint32_t>(view.sizes[d]));
+      for (int k = 0; k < N; ++k) rows.starts.strides[d - 1][k] = view.strides[k][d];
+    }
+  }
+  // Packs need unit steps along rows and every row start at the same offset from a 16-byte
+  // boundary in every operand.
+  const auto phase = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % kBytes; };
+  bool packs = cols >= 2 * kVec;
+  for (int k = 0; k < N; ++k) {
+    ptr.p[k] = reinterpret_cast<T*>(view.data[k]);
+    rows.step[k] = view.strides[k][0];
+    packs &= rows.step[k] == 1 && phase(view.data[k]) == phase(view.data[0]);
+    for (int d = 1; d < view.ndim; ++d) packs &= view.strides[k][d] * int64_t(sizeof(T)) % kBytes == 0;
+  }
+  if (!packs) {
+    rows.packs = FastDivmod(static_cast<uint32_t>(cols));
+    rows.tail = static_cast<uint32_t>(cols);
+    return launch<1>(op, ptr, rows, view.numel(), 0, stream);
+  }
+  const int64_t head = (kBytes - phase(view.data[0])) % kBytes / int64_t(sizeof(T));
+  const int64_t row_packs = (cols - head) / kVec;
+  const int64_t singles = cols - row_packs * kVec;
+  rows.head = static_cast<uint32_t>(head);
+  rows.tail = static_cast<uint32_t>(head + row_packs * kVec);
+  rows.packs = FastDivmod(static_cast<uint32_t>(row_packs));
+  rows.singles = FastDivmod(static_cast<uint32_t>(std::max<int64_t>(singles, 1)));
+  launch<kVec>(op, ptr, rows, n_rows * row_packs, n_rows * singles, stream);
+}
+
+// The smallest row description that holds the view: kernel parameters and index arithmetic grow with it.
+template <typename T, typename Op>
+void launch_part(Op op, const StridedView& view, cudaStream_t stream) {
+  switch (view.ndim) {
+    case 1: return launch_rows<0, T>(op, view, stream);
+    case 2: return launch_rows<1, T>(op, view, stream);
+    default: return launch_rows<kMaxDims - 1, T>(op, view, stream);
+  }
+}
+
+// Calls f on parts of `view` of at most kMaxLaunchElements elements each, split along the
+// outermost dimension (along the only one into multiples of 16 elements, which keeps each
+// part's 16-byte phase).
+template <typename F>
+void for_each_part(const StridedView& view, int64_t item_size, int operands, F&& f) {
+  const int64_t numel = view.numel();
+  if (numel <= kMaxLaunchElements) return f(view);
+  const int d = view.ndim - 1;
+  const int64_t inner = numel / view.sizes[d];
+  StridedView part = view;
+  int64_t step = 1;
+  if (inner > kMaxLaunchElements) {
+    part.ndim = d;  // one index of the outermost dimension at a time
+  } else {
+    step = kMaxLaunchElements / inner;
+    if (d == 0) step -= step % 16;
+  }
+  for (int64_t start = 0; start < view.sizes[d]; start += step) {
+    if (part.ndim > d) part.sizes[d] = std::min(step, view.sizes[d] - start);
+    for (int k = 0; k < operands; ++k) part.data[k] = view.data[k] + start * view.strides[k][d] * item_size;
+    for_each_part(part, item_size, operands, f);
+  }
+}
+
+template <typename T, typename Op>
+void strided_elementwise(Op op, const StridedView& view, cudaStream_t stream) {
+  for_each_part(view, sizeof(T), Op::arity + 1, [&](const StridedView& part) { launch_part<T>(op, part, stream); });
+}
+
+}  // namespace act

@@ -1,0 +1,92 @@
+"""The one-pass strided path: no staging buffers, and views whose offsets or sizes need 64 bits (CUDA)."""
+
+import collections
+
+import pytest
+import torch
+from conftest import STRIDED_LAYOUTS, make_layout, random_data, requires_cuda
+from torch.profiler import ProfilerActivity, profile
+
+ALLOCATING_OPS = {"aten::empty", "aten::empty_like", "aten::empty_strided", "aten::clone", "aten::contiguous"}
+
+
+def aten_calls(fn: callable) -> collections.Counter:
+    """The aten ops that run inside ``fn`` (ours call them through the dispatcher, so the profiler sees them),
+    counting an allocation once: not the ops an allocating op calls in turn."""
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    return collections.Counter(
+        e.name
+        for e in prof.events()
+        if e.name.startswith("aten::") and not (e.cpu_parent and e.cpu_parent.name in ALLOCATING_OPS)
+    )
+
+
+def forms(op: str, x: torch.Tensor) -> dict:
+    """Each form of ``op`` on ``x``, and how many tensors it must allocate (the result only)."""
+    out = torch.empty_like(x)
+    result = getattr(torch.ops.act, op)(x)
+    grad = torch.randn_like(result)
+    return {
+        "functional": (lambda: getattr(torch.ops.act, op)(x), 1),
+        "inplace": (lambda: getattr(torch.ops.act, op + "_")(x), 0),
+        "out": (lambda: getattr(torch.ops.act, op)(x, out=out), 0),
+        "backward": (lambda: getattr(torch.ops.act, op + "_backward")(grad, result), 1),
+    }
+
+
+@pytest.mark.parametrize("op", ["selu", "relu"])
+@pytest.mark.parametrize("layout", STRIDED_LAYOUTS)
+def test_strided_calls_allocate_only_their_result(device, op, layout):
+    x = make_layout(layout, torch.float32, device)
+    assert not x.is_contiguous()
+    for form, (call, allocations) in forms(op, x).items():
+        calls = aten_calls(call)
+        assert calls["aten::copy_"] == 0, f"{form}: {dict(calls)}"
+        assert sum(calls[name] for name in ALLOCATING_OPS) <= allocations, f"{form}: {dict(calls)}"
+        if device == "cuda":
+            torch.cuda.synchronize()
+            before = torch.cuda.memory_stats()["allocation.all.allocated"]
+            call()
+            assert torch.cuda.memory_stats()["allocation.all.allocated"] - before == allocations, form
+
+
+def test_more_dimensions_than_the_launcher_takes_still_compute(device):
+    # 26 dimensions of size 2 that no two merge: past the 25 the one-pass path takes, through dense copies.
+    x = random_data((2,) * 26, torch.float32, device).permute(*range(25, -1, -1))
+    expected = torch.relu(x)
+    assert torch.equal(torch.ops.act.relu(x), expected)
+    torch.ops.act.relu_(x)
+    assert torch.equal(x, expected)
+
+
+@requires_cuda
+def test_strided_view_with_offsets_past_2_to_the_31():
+    # Storage of 2^31 + 2^21 float16 elements (4 GiB); the view reads every other one of each row, so its
+    # last elements sit past 2^31 elements from the start.
+    storage = torch.empty((2**16 + 64, 2**15), dtype=torch.float16, device="cuda")
+    storage.normal_(generator=torch.Generator("cuda").manual_seed(0))
+    x = storage[:, 1::2]
+    assert x.storage_offset() + (x.shape[0] - 1) * x.stride(0) + (x.shape[1] - 1) * x.stride(1) > 2**31
+    assert torch.equal(torch.ops.act.relu(x), torch.relu(x))
+    tail = x[-3:]  # checked against the float64 reference where it is cheap
+    torch.testing.assert_close(torch.ops.act.selu(x)[-3:].double(), torch.selu(tail.double()), rtol=1e-3, atol=0)
+    del storage, x
+
+
+@requires_cuda
+@pytest.mark.parametrize("layout", ["dense", "rows"])
+def test_views_of_more_than_2_to_the_31_elements_go_in_parts(layout):
+    # More elements than one launch indexes in 32 bits: the launcher splits along the outermost dimension.
+    if layout == "dense":
+        x = torch.empty(2**31 + 2**10 + 5, dtype=torch.float16, device="cuda")[3:]
+    else:
+        x = torch.empty((2**16 + 3, 2**15 + 8), dtype=torch.float16, device="cuda")[:, 8:]
+    assert x.numel() > 2**31
+    x.normal_(generator=torch.Generator("cuda").manual_seed(1))
+    y = torch.ops.act.relu(x)
+    assert torch.equal(y, torch.relu(x))
+    del y
+    expected = torch.selu(x)
+    torch.ops.act.selu_(x)
+    torch.testing.assert_close(x, expected, rtol=1e-3, atol=1e-6)
