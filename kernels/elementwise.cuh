@@ -38,7 +38,7 @@ struct alignas(sizeof(T) * N) Pack {
 #define ACT_LARGE_PACKS_LOG2 22
 #endif
 #ifndef ACT_MID_ELEMENTS
-#define ACT_MID_ELEMENTS 8
+#define ACT_MID_ELEMENTS 4
 #endif
 constexpr int kThreads = ACT_THREADS;
 // Packs each thread loads before it uses the first: several in flight cover DRAM latency on
@@ -46,9 +46,10 @@ constexpr int kThreads = ACT_THREADS;
 constexpr int kUnrollLarge = ACT_UNROLL_LARGE;
 // From this many packs (2^22 packs: 64 MiB) every SM stays busy at kUnrollLarge.
 constexpr int64_t kLargePacks = int64_t(1) << ACT_LARGE_PACKS_LOG2;
-// Below that, each thread takes this many elements (torch's choice too): one 16-byte pack of a
-// 16-bit type, two of float, four of double. One pack per thread left float 0.86x of torch at
-// 2^16 elements on the H100: twice the blocks for the same bytes.
+// Below that, each thread takes at least this many elements: one 16-byte pack of float or of a
+// 16-bit type, two of double, four single elements of a strided view. On the H100 (tune_launch.py,
+// 2^16 to 2^22 elements, interleaved with torch) 4 was ahead of 8 for float, double and strided views
+// by 2-8%, and 16 behind by 5-25%: at these sizes more threads, not more bytes per thread, fill the GPU.
 constexpr int kMidElements = ACT_MID_ELEMENTS;
 // A launch indexes its packs and elements in 32 bits, so larger views go in parts.
 constexpr int64_t kMaxLaunchElements = (int64_t(1) << 31) - 1;
@@ -158,7 +159,7 @@ strided_activation_kernel(Op op, Pointers<T, Op::arity + 1> ptr, Rows<Op::arity 
   const uint32_t threads = gridDim.x * kThreads;
 
   for (uint32_t s = thread; s < n_singles; s += threads) {
-    const uint32_t row = rows.singles.div(s);
+    const uint32_t row = D == 0 ? 0 : rows.singles.div(s);  // a dense view is one row
     const uint32_t q = s - row * rows.singles.divisor;
     const Offsets<arity + 1> o = rows.template at<VEC>(row, q < rows.head ? q : rows.tail + (q - rows.head));
     T args[arity];
@@ -174,7 +175,7 @@ strided_activation_kernel(Op op, Pointers<T, Op::arity + 1> ptr, Rows<Op::arity 
     for (int u = 0; u < UNROLL; ++u) {
       const uint32_t idx = base + u * kThreads;
       if (idx < n_packs) {
-        const uint32_t row = rows.packs.div(idx);
+        const uint32_t row = D == 0 ? 0 : rows.packs.div(idx);
         o[u] = rows.template at<VEC>(row, rows.head + (idx - row * rows.packs.divisor) * VEC);
 #pragma unroll
         for (int k = 0; k < arity; ++k) {

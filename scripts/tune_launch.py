@@ -1,10 +1,12 @@
 """Sweeps the CUDA launch shape on a GPU: rebuilds the extension per configuration and benchmarks it.
 
-Usage (on the GPU machine, from the repository root): ``python3 scripts/tune_launch.py [NAME-PART ...]``. Prints, per
-configuration, the geometric mean of ours/torch eager speed per size and the share of the copy roofline;
-the best configuration becomes the default in kernels/elementwise.cuh.
+Usage (on the GPU machine, from the repository root): ``python3 scripts/tune_launch.py [NAME-PART ...] [--sizes ...]
+[--dtypes ...] [--ops ...] [--layouts ...]``. Prints, per configuration, the geometric mean of ours/torch eager speed
+per size and the lowest share of the copy roofline; the best configuration becomes the default in
+kernels/elementwise.cuh.
 """
 
+import argparse
 import json
 import math
 import os
@@ -24,24 +26,16 @@ CONFIGS = {
     "unroll 4 from 2^18 packs": "-DACT_LARGE_PACKS_LOG2=18",
     "unroll 2 from 2^16 packs": "-DACT_LARGE_PACKS_LOG2=16 -DACT_UNROLL_LARGE=2",
     "unroll 2 from 2^18 packs": "-DACT_LARGE_PACKS_LOG2=18 -DACT_UNROLL_LARGE=2",
+    "mid 4 elements per thread": "-DACT_MID_ELEMENTS=4",
+    "mid 16 elements per thread": "-DACT_MID_ELEMENTS=16",
+    "mid 16 elements, 256 threads": "-DACT_MID_ELEMENTS=16 -DACT_THREADS=256",
 }
-BENCH = [
-    "--ops",
-    "selu",
-    "relu",
-    "selu_backward",
-    "--dtypes",
-    "float32",
-    "bfloat16",
-    "--sizes",
-    "2^20",
-    "2^22",
-    "2^24",
-    "2^26",
-    "2^28",
-    "--no-compile",
-    "--quiet",
-]
+DEFAULTS = {
+    "ops": ["selu", "relu", "selu_backward"],
+    "dtypes": ["float32", "bfloat16"],
+    "sizes": ["2^20", "2^22", "2^24", "2^26", "2^28"],
+    "layouts": ["contiguous"],
+}
 
 
 def build(flags: str) -> None:
@@ -55,28 +49,41 @@ def build(flags: str) -> None:
 
 
 def summarize(rows: list[dict]) -> str:
-    parts = []
-    for size in dict.fromkeys(r["size"] for r in rows):
-        sel = [r for r in rows if r["size"] == size]
-        speedup = math.exp(sum(math.log(r["torch_us"] / r["ours_us"]) for r in sel) / len(sel))
-        worst = min((r["bytes"] / r["ours_us"]) / (r["copy_bytes"] / r["copy_us"]) for r in sel)
-        parts.append(f"{size}: {speedup:.3f}x torch, worst {100 * worst:.0f}% of copy")
-    return " | ".join(parts)
+    """One line per dtype and layout: ours/torch per size (geometric mean over the ops), lowest share of copy."""
+    lines = []
+    for dtype, layout in dict.fromkeys((r["dtype"], r["layout"]) for r in rows):
+        group = [r for r in rows if (r["dtype"], r["layout"]) == (dtype, layout)]
+        parts = []
+        for size in dict.fromkeys(r["size"] for r in group):
+            sel = [r for r in group if r["size"] == size]
+            speedup = math.exp(sum(math.log(r["torch_us"] / r["ours_us"]) for r in sel) / len(sel))
+            parts.append(f"{size} {speedup:.3f}x")
+        worst = min((r["bytes"] / r["ours_us"]) / (r["copy_bytes"] / r["copy_us"]) for r in group)
+        lines.append(f"  {dtype:9} {layout:10} " + " | ".join(parts) + f" | worst {100 * worst:.0f}% of copy")
+    return "\n".join(lines)
 
 
 def main() -> None:
-    """Sweeps the configurations whose names contain any command-line argument (all without arguments)."""
-    chosen = {n: f for n, f in CONFIGS.items() if not sys.argv[1:] or any(a in n for a in sys.argv[1:])}
+    """Sweeps the configurations whose names contain any of the name parts given (all without any)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("names", nargs="*", help="parts of configuration names to sweep")
+    for option, default in DEFAULTS.items():
+        parser.add_argument(f"--{option}", nargs="+", default=default)
+    args = parser.parse_args()
+    bench = ["--no-compile", "--quiet"]
+    for option in DEFAULTS:
+        bench += [f"--{option}", *getattr(args, option)]
+    chosen = {n: f for n, f in CONFIGS.items() if not args.names or any(a in n for a in args.names)}
     for name, flags in chosen.items():
         build(flags)
         with tempfile.NamedTemporaryFile(suffix=".json") as f:
             subprocess.run(
-                [sys.executable, "-m", "activations_ext.bench", *BENCH, "--json", f.name],
+                [sys.executable, "-m", "activations_ext.bench", *bench, "--json", f.name],
                 check=True,
                 stdout=subprocess.DEVNULL,
             )
             rows = json.load(open(f.name))["rows"]
-        print(f"{name:48} {summarize(rows)}", flush=True)
+        print(f"{name}\n{summarize(rows)}", flush=True)
     build("")
 
 
