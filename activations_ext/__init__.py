@@ -6,14 +6,23 @@ CPU/CUDA kernels and their autograd; this package adds the fake (meta) kernels t
 neighbours (``set_inductor_fusion`` turns that off), and the Python API below.
 """
 
+import os
+
 import torch
 
-from activations_ext._build_info import TORCH_VERSION
-from activations_ext._version_check import check_torch_version
+from activations_ext._version_check import check_torch_version, missing_build
 
+try:
+    from activations_ext._build_info import TORCH_VERSION
+except ModuleNotFoundError as error:
+    raise missing_build(os.path.dirname(__file__)) from error
 check_torch_version(torch.__version__, TORCH_VERSION)  # before loading _C, which would fail obscurely
+try:
+    from activations_ext import _C  # noqa: F401  (its C++ registers the ops)
+except ModuleNotFoundError as error:
+    raise missing_build(os.path.dirname(__file__)) from error
 
-from activations_ext import _C, _fake  # noqa: E402, F401  (imported for their registrations)
+from activations_ext import _fake  # noqa: E402, F401  (imported for its registrations)
 
 if torch.distributed.is_available():
     from activations_ext import _sharding

@@ -1,4 +1,4 @@
-"""The import-time check that the installed torch is the release the extension was compiled against."""
+"""Import-time checks: the compiled extension is there, and built against the installed torch release."""
 
 
 def release(version: str) -> str:
@@ -18,3 +18,13 @@ def check_torch_version(installed: str, built_against: str) -> None:
             "Rebuild it against this torch from its source directory: "
             "pip install --no-build-isolation --no-deps --force-reinstall ."
         )
+
+
+def missing_build(package_dir: str) -> ImportError:
+    """The error for a package directory without its compiled extension, saying how to build it."""
+    return ImportError(
+        f"activations_ext: the compiled extension is not in {package_dir}. Build it from the source checkout with "
+        "`pip install --no-build-isolation -e .` (or install with `pip install .`). If it is installed elsewhere, "
+        "Python found this source directory first (the current directory comes first on sys.path): run from "
+        "another directory."
+    )

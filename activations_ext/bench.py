@@ -32,6 +32,8 @@ OPS = ["selu", "relu", "selu_", "relu_", "selu.out", "relu.out", "selu_backward"
 # ``t.chunk(2, dim=-1)`` for rows of 4096 (the gated-MLP idiom), contiguous rows with a row stride.
 LAYOUTS = ["contiguous", "strided", "chunk"]
 CHUNK_ROW = 4096
+# % of the copy roofline above which a contiguous row is flagged as suspect rather than reported.
+SUSPECT_PERCENT = 110
 
 
 def parse_size(size: str) -> tuple[int, ...]:
@@ -189,14 +191,20 @@ def fits(op: str, size: str, dtype: torch.dtype, device: torch.device) -> bool:
 
 
 def progress(items: list, enabled: bool) -> Iterable:
-    """A progress bar over ``items`` when tqdm is installed and output is a terminal or log."""
+    """Progress over ``items`` on stderr: tqdm's bar (the ``bench`` extra installs it), else a line per item."""
     if not enabled:
         return items
     try:
         from tqdm import tqdm
     except ImportError:
-        return items
+        return _progress_lines(items)
     return tqdm(items, desc="benchmark", file=sys.stderr)
+
+
+def _progress_lines(items: list) -> Iterable:
+    for i, item in enumerate(items, 1):
+        print(f"benchmark {i}/{len(items)}: {' '.join(map(str, item))}", file=sys.stderr, flush=True)
+        yield item
 
 
 def format_table(rows: list[Row]) -> str:
@@ -206,14 +214,22 @@ def format_table(rows: list[Row]) -> str:
         f"{'copy':>7} {'%roof':>6} {'vs torch':>8} {'spread':>11} {'vs compile':>10}"
     )
     lines = [head, "-" * len(head)]
+    suspect = False
     for r in rows:
-        compile_gbps = f"{r.gbps(r.compile_us):8.0f}" if r.compile_us else f"{'-':>8}"
+        compile_gbps = f"{r.gbps(r.compile_us):8.4g}" if r.compile_us else f"{'-':>8}"
         vs_compile = f"{r.compile_us / r.ours_us:9.2f}x" if r.compile_us else f"{'-':>10}"
         spread = f"{r.spread[0]:.2f}-{r.spread[1]:.2f}x" if r.spread else "-"
+        # Past the copy of the same bytes, a contiguous op is beyond what memory allows: the timing, not the op.
+        flag = "?" if r.layout == "contiguous" and r.percent_of_roofline > SUSPECT_PERCENT else " "
+        suspect |= flag == "?"
         lines.append(
-            f"{r.device:6} {r.op:14} {r.dtype:9} {r.size:12} {r.layout:10} {r.gbps(r.ours_us):9.0f} "
-            f"{r.gbps(r.torch_us):7.0f} {compile_gbps} {r.roofline_gbps:7.0f} {r.percent_of_roofline:5.1f}% "
+            f"{r.device:6} {r.op:14} {r.dtype:9} {r.size:12} {r.layout:10} {r.gbps(r.ours_us):9.4g} "
+            f"{r.gbps(r.torch_us):7.4g} {compile_gbps} {r.roofline_gbps:7.4g} {r.percent_of_roofline:5.1f}%{flag}"
             f"{r.torch_us / r.ours_us:7.2f}x {spread:>11} {vs_compile}"
+        )
+    if suspect:
+        lines.append(
+            f"? above {SUSPECT_PERCENT}% of the copy: suspect, not a result (a busy machine, or data left in cache)"
         )
     return "\n".join(lines)
 

@@ -1,29 +1,45 @@
-"""Functional API: drop-ins for ``torch.nn.functional.selu`` and ``torch.nn.functional.relu``."""
+"""Functional API: drop-ins for ``torch.nn.functional.selu`` and ``torch.nn.functional.relu``, with their
+signatures (``input``, ``inplace``)."""
 
 import torch
 
 
-def selu(x: torch.Tensor, inplace: bool = False) -> torch.Tensor:
+def _check_input(name: str, input: object) -> None:  # noqa: A002  (torch.nn.functional's name)
+    # The dispatcher would say "no tensor arguments" for None and "failed to match any schema" for a list;
+    # say what torch.nn.functional says instead.
+    if not isinstance(input, torch.Tensor):
+        raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+
+
+def selu(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:  # noqa: A002
     """SELU, ``scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))`` with torch's alpha and scale.
 
     Args:
-        x: a float32, float64, float16 or bfloat16 tensor on the CPU or a CUDA device, any shape and layout.
-        inplace: overwrite ``x`` with the result and return it.
+        input: a float32, float64, float16 or bfloat16 tensor on the CPU or a CUDA device, any shape and layout.
+        inplace: overwrite ``input`` with the result and return it.
 
     Returns:
-        A new tensor laid out like ``x``, or ``x`` itself when ``inplace``.
+        A new tensor laid out like ``input``, or ``input`` itself when ``inplace``.
+
+    Raises:
+        TypeError: ``input`` is not a tensor, or not of a supported dtype.
     """
-    return torch.ops.act.selu_.default(x) if inplace else torch.ops.act.selu.default(x)
+    _check_input("selu", input)
+    return torch.ops.act.selu_.default(input) if inplace else torch.ops.act.selu.default(input)
 
 
-def relu(x: torch.Tensor, inplace: bool = False) -> torch.Tensor:
+def relu(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:  # noqa: A002
     """ReLU, ``max(0, x)``, passing NaN through as ``torch.relu`` does.
 
     Args:
-        x: a float32, float64, float16 or bfloat16 tensor on the CPU or a CUDA device, any shape and layout.
-        inplace: overwrite ``x`` with the result and return it.
+        input: a float32, float64, float16 or bfloat16 tensor on the CPU or a CUDA device, any shape and layout.
+        inplace: overwrite ``input`` with the result and return it.
 
     Returns:
-        A new tensor laid out like ``x``, or ``x`` itself when ``inplace``.
+        A new tensor laid out like ``input``, or ``input`` itself when ``inplace``.
+
+    Raises:
+        TypeError: ``input`` is not a tensor, or not of a supported dtype.
     """
-    return torch.ops.act.relu_.default(x) if inplace else torch.ops.act.relu.default(x)
+    _check_input("relu", input)
+    return torch.ops.act.relu_.default(input) if inplace else torch.ops.act.relu.default(input)

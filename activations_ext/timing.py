@@ -1,5 +1,6 @@
 """Timing helpers shared by the main job and the benchmark: medians, CUDA events, cold L2."""
 
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -8,6 +9,8 @@ import torch
 
 # Larger than any current GPU's L2 (H100: 50 MB), so writing it evicts what the last run left there.
 L2_FLUSH_BYTES = 256 * 1024 * 1024
+# The shortest CPU sample: calls are repeated within a sample to last this long.
+CPU_SAMPLE_SECONDS = 2e-4
 
 
 def median_seconds(fn: Callable[[], object], device: torch.device, reps: int = 20, warmup: int = 3) -> float:
@@ -69,19 +72,25 @@ def interleaved_median_seconds(
 
     On CUDA each run starts on a cold L2 (see ``median_seconds``) and behind a sleep kernel of about a
     millisecond, during which the host queues the whole call (dispatch, guards, autograd): what is timed
-    between the CUDA events is then the device's work, not the host's. On the CPU: wall clock.
+    between the CUDA events is then the device's work, not the host's. On the CPU: wall clock, each sample
+    repeating the call enough times to last ``CPU_SAMPLE_SECONDS`` (a single microsecond call would time the
+    clock and the scheduler, not the op).
     """
+    calls = {name: 1 for name in fns}
     for _ in range(warmup):
-        for fn in fns.values():
+        for name, fn in fns.items():
+            begin = time.perf_counter()
             fn()
+            calls[name] = max(1, math.ceil(CPU_SAMPLE_SECONDS / max(time.perf_counter() - begin, 1e-9)))
     samples: dict[str, list[float]] = {name: [] for name in fns}
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=device) if device.type == "cuda" else None
     for _ in range(rounds):
         for name, fn in fns.items():
             if flush is None:
                 begin = time.perf_counter()
-                fn()
-                samples[name].append(time.perf_counter() - begin)
+                for _ in range(calls[name]):
+                    fn()
+                samples[name].append((time.perf_counter() - begin) / calls[name])
                 continue
             flush.fill_(1)
             torch.cuda._sleep(2_000_000)

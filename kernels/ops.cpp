@@ -3,6 +3,7 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
+#include <c10/core/ScalarType.h>
 #include <c10/util/ArrayRef.h>
 #include <c10/util/SmallVector.h>
 #include <torch/library.h>
@@ -26,11 +27,15 @@ const char* op_name(Activation kind) {
   return "act";
 }
 
+// "torch.int64", as Python prints a dtype: the same words whether the check fails here or in the fake
+// kernel under torch.compile (streaming a ScalarType would say "Long").
+std::string dtype_name(c10::ScalarType dtype) { return "torch." + std::string(c10::getDtypeNames(dtype).first); }
+
 void check_dtype(Activation kind, const at::Tensor& t, const char* arg) {
   const auto dtype = t.scalar_type();
   TORCH_CHECK_TYPE(dtype == at::kFloat || dtype == at::kDouble || dtype == at::kHalf || dtype == at::kBFloat16,
                    op_name(kind), ": expected ", arg, " of dtype float32, float64, float16 or bfloat16, but got ",
-                   dtype);
+                   dtype_name(dtype));
 }
 
 // "[4, 5]". Formatted here rather than by streaming an IntArrayRef, which crashed inside
@@ -47,7 +52,7 @@ void check_matches(Activation kind, const at::Tensor& t, const char* arg, const 
   TORCH_CHECK(t.device() == like.device(), op_name(kind), ": expected ", arg, " on the device of ", like_arg, " (",
               like.device(), "), but got ", t.device());
   TORCH_CHECK_TYPE(t.scalar_type() == like.scalar_type(), op_name(kind), ": expected ", arg, " of the dtype of ",
-                   like_arg, " (", like.scalar_type(), "), but got ", t.scalar_type());
+                   like_arg, " (", dtype_name(like.scalar_type()), "), but got ", dtype_name(t.scalar_type()));
   TORCH_CHECK(t.sizes() == like.sizes(), op_name(kind), ": expected ", arg, " of the shape of ", like_arg, " ",
               shape_str(like.sizes()), ", but got ", shape_str(t.sizes()));
 }

@@ -1,11 +1,20 @@
+import glob
 import math
+import os
+import sys
 
 import pytest
 import torch
 
-import activations_ext  # noqa: F401  (registers the ops)
-from activations_ext.numerics import DTYPES, SELU_ALPHA, SELU_SCALE  # noqa: F401  (DTYPES: for the test modules)
-from activations_ext.numerics import selu_reference as selu_ref
+# The tests use the installed build. `python -m pytest` in the checkout puts the checkout first on sys.path;
+# unless it was installed editable, its package there has no compiled module, so look past it.
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if not glob.glob(os.path.join(_CHECKOUT, "activations_ext", "_C*")):
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _CHECKOUT]
+
+import activations_ext  # noqa: E402, F401  (registers the ops)
+from activations_ext.numerics import DTYPES, SELU_ALPHA, SELU_SCALE  # noqa: E402, F401  (DTYPES: for the tests)
+from activations_ext.numerics import selu_reference as selu_ref  # noqa: E402
 
 HAS_CUDA = torch.cuda.is_available()
 requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU visible")

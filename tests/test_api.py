@@ -103,6 +103,72 @@ def test_fake_kernels_reject_bad_input_like_the_real_ones():
         assert torch.ops.act.selu(x.t()).stride() == (1, 4)
 
 
+BAD_CALLS = {
+    "dtype": lambda x: torch.ops.act.selu(x.long()),
+    "out dtype": lambda x: torch.ops.act.relu(x, out=torch.empty_like(x, dtype=torch.float64)),
+    "out shape": lambda x: torch.ops.act.selu(x, out=torch.empty(4, 3)),
+    "backward dtype": lambda x: torch.ops.act.selu_backward(x, x.half()),
+}
+
+
+@pytest.mark.parametrize("case", BAD_CALLS)
+def test_eager_and_compile_reject_bad_input_with_the_same_words(case):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    def error(fn: callable, x: torch.Tensor) -> tuple[type, str]:
+        with pytest.raises(Exception) as info:
+            fn(x)
+        return info.type, str(info.value).splitlines()[0]
+
+    eager = error(BAD_CALLS[case], torch.ones(3, 4))
+    with FakeTensorMode():
+        traced = error(BAD_CALLS[case], torch.ones(3, 4))
+    assert eager == traced
+    assert "but got torch." in eager[1] or "[4, 3]" in eager[1]  # dtypes as Python prints them
+
+
+@pytest.mark.parametrize("name", ["selu", "relu"])
+def test_functional_api_takes_torch_nn_functional_arguments(name):
+    ours, theirs = getattr(activations_ext, name), getattr(torch.nn.functional, name)
+    x = random_data((5, 7), torch.float32, "cpu")
+    torch.testing.assert_close(ours(input=x), theirs(input=x))
+    torch.testing.assert_close(ours(x, False), theirs(x, False))
+    y = x.clone()
+    assert ours(input=y, inplace=True) is y
+    torch.testing.assert_close(y, theirs(x))
+    for bad in (None, [1.0, -1.0]):
+        with pytest.raises(TypeError) as info:
+            ours(bad)
+        with pytest.raises(TypeError, match=r"argument 'input'.* must be Tensor, not") as reference:
+            theirs(bad)
+        assert f"{name}(): argument 'input'" in str(info.value)
+        assert str(info.value).endswith(str(reference.value).split(" must be ")[-1])
+
+
+def test_a_package_without_its_compiled_module_says_how_to_build_it(tmp_path):
+    # What importing from a source checkout that was never built gives.
+    import shutil
+    import subprocess
+    import sys
+
+    package = tmp_path / "activations_ext"
+    package.mkdir()
+    source = os.path.dirname(activations_ext.__file__)
+    for name in os.listdir(source):
+        if name.endswith(".py") and name != "_build_info.py":
+            shutil.copy(os.path.join(source, name), package)
+    # An editable install's finder would find the built checkout first: leave it out.
+    code = (
+        "import sys; sys.meta_path = [f for f in sys.meta_path if not "
+        "getattr(f, '__module__', '').startswith('__editable__')]; import activations_ext"
+    )
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode != 0
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: activations_ext: the compiled extension is not in"), last
+    assert "pip install --no-build-isolation -e ." in last and "run from another directory" in last
+
+
 def test_torch_version_mismatch_is_a_clear_import_error():
     from activations_ext._build_info import TORCH_VERSION
     from activations_ext._version_check import check_torch_version

@@ -83,3 +83,13 @@ def test_fusion_report_counts_kernels_and_times_every_variant():
     assert rows[0].copy_us > 0 and rows[1].copy_us is None
     table = bench_fusion.format_table(rows).splitlines()
     assert len(table) == 2 + len(rows) and "1/1|2/1" in table[-1]
+
+
+def test_figures_past_the_copy_roofline_are_flagged_not_reported():
+    # 8 bytes in 1 us against a copy of 8 bytes in 2 us: 200% of the roofline, impossible for a contiguous op.
+    fast = bench.Row("cpu", "relu", "float32", "2^8", 1, 8, 1.0, 2.0, None, 2.0, 8)
+    fine = bench.Row("cpu", "relu", "float32", "2^9", 1, 8, 2.0, 2.0, None, 2.0, 8)
+    table = bench.format_table([fast, fine]).splitlines()
+    assert "200.0%?" in table[2] and "100.0% " in table[3]
+    assert table[-1].startswith("? above 110% of the copy: suspect")
+    assert "suspect" not in bench.format_table([fine])
