@@ -44,7 +44,9 @@ def run(*args: object, **kwargs: object) -> subprocess.CompletedProcess:
 def sdist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("build")
     out = tmp_path_factory.mktemp("dist")
-    run(sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", out, REPO)
+    # --skip-dependency-check: build-system.requires pins the torch of isolated builds (`pip install .`);
+    # this build, like `pip install --no-build-isolation`, uses the torch installed here, whichever it is.
+    run(sys.executable, "-m", "build", "--sdist", "--no-isolation", "--skip-dependency-check", "--outdir", out, REPO)
     (path,) = out.glob("activations_ext-*.tar.gz")
     return path
 
