@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build, test and benchmark on a GPU machine; full logs go to $OUT (default: device-logs/).
-# Usage: bash scripts/device_check.sh [all|test|sanitize|bench|fusion] [extra pytest args]
+# Usage: bash scripts/device_check.sh [all|test|sanitize|bench|fusion] [pytest arguments, default: tests]
 #   test:     build, SASS check, the whole test suite
 #   sanitize: compute-sanitizer memcheck, racecheck and initcheck over scripts/sanitizer_cases.py
 #   bench:    the main job, the benchmark (mid sizes, large sizes, the strided and chunk layouts)
@@ -42,7 +42,9 @@ test_stage() {
          "kernels with a stack frame: $(grep -c 'STACK:[1-9]' "$OUT/res_usage.txt")"
 
     echo "== tests"
-    python3 -m pytest -q -rs -p no:cacheprovider tests "$@" 2>&1 | tee "$OUT/tests.log" | grep -vE "^SKIPPED" | tail -15
+    # Test files or pytest options given after the stage replace the default of the whole suite.
+    [ $# -gt 0 ] || set -- tests
+    python3 -m pytest -q -rs -p no:cacheprovider "$@" 2>&1 | tee "$OUT/tests.log" | grep -vE "^SKIPPED" | tail -15
 }
 
 sanitize_stage() {
