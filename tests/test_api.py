@@ -169,6 +169,13 @@ def test_a_package_without_its_compiled_module_says_how_to_build_it(tmp_path):
     assert "pip install --no-build-isolation -e ." in last and "run from another directory" in last
 
 
+def test_readme_cpu_example_runs(capsys):
+    readme = open(os.path.join(os.path.dirname(__file__), os.pardir, "README.md")).read()
+    example = readme.split("On the CPU (no GPU needed)")[1].split("```python")[1].split("```")[0]
+    exec(compile(example, "README.md", "exec"), {})
+    assert capsys.readouterr().out.strip() == "torch.Size([4, 512])"
+
+
 def test_torch_version_mismatch_is_a_clear_import_error():
     from activations_ext._build_info import TORCH_VERSION
     from activations_ext._version_check import check_torch_version
