@@ -14,12 +14,10 @@ from activations_ext._version_check import check_torch_version, missing_build
 
 try:
     from activations_ext._build_info import TORCH_VERSION
-except ModuleNotFoundError as error:
-    raise missing_build(os.path.dirname(__file__)) from error
-check_torch_version(torch.__version__, TORCH_VERSION)  # before loading _C, which would fail obscurely
-try:
+
+    check_torch_version(torch.__version__, TORCH_VERSION)  # before loading _C, which would fail obscurely
     from activations_ext import _C  # noqa: F401  (its C++ registers the ops)
-except ModuleNotFoundError as error:
+except ModuleNotFoundError as error:  # not the version check's ImportError, which says what to do itself
     raise missing_build(os.path.dirname(__file__)) from error
 
 from activations_ext import _fake  # noqa: E402, F401  (imported for its registrations)

@@ -107,6 +107,11 @@ class Row:
         return self.gbps_of(self.copy_bytes, self.copy_us)
 
     @property
+    def vs_torch(self) -> float:
+        """How many times faster than torch's op ours ran."""
+        return self.torch_us / self.ours_us
+
+    @property
     def percent_of_roofline(self) -> float:
         return 100 * self.gbps(self.ours_us) / self.roofline_gbps
 
@@ -225,7 +230,7 @@ def format_table(rows: list[Row]) -> str:
         lines.append(
             f"{r.device:6} {r.op:14} {r.dtype:9} {r.size:12} {r.layout:10} {r.gbps(r.ours_us):9.4g} "
             f"{r.gbps(r.torch_us):7.4g} {compile_gbps} {r.roofline_gbps:7.4g} {r.percent_of_roofline:5.1f}%{flag}"
-            f"{r.torch_us / r.ours_us:7.2f}x {spread:>11} {vs_compile}"
+            f"{r.vs_torch:7.2f}x {spread:>11} {vs_compile}"
         )
     if suspect:
         lines.append(
@@ -242,10 +247,9 @@ def format_summary(rows: list[Row]) -> str:
     head = f"{'op':14} {'dtype':9} {'layout':10} {'sizes':>5} {'geomean vs torch':>16} {'lowest (size)':>20}"
     lines = [head, "-" * len(head)]
     for (op, dtype, layout), group in groups.items():
-        ratios = [r.torch_us / r.ours_us for r in group]
-        geomean = math.exp(sum(map(math.log, ratios)) / len(ratios))
-        low = min(group, key=lambda r: r.torch_us / r.ours_us)
-        lowest = f"{low.torch_us / low.ours_us:.2f}x ({low.size})"
+        geomean = math.exp(sum(math.log(r.vs_torch) for r in group) / len(group))
+        low = min(group, key=lambda r: r.vs_torch)
+        lowest = f"{low.vs_torch:.2f}x ({low.size})"
         lines.append(f"{op:14} {dtype:9} {layout:10} {len(group):5} {geomean:15.3f}x {lowest:>20}")
     return "\n".join(lines)
 
