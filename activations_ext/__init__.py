@@ -1,4 +1,4 @@
-"""Fast, exact SELU and ReLU as PyTorch operators (``torch.ops.act.*``).
+"""Fast, exact SELU and ReLU as PyTorch operators (``torch.ops.act.*``), and SELU fused with AlphaDropout.
 
 Importing the package loads the compiled extension, whose C++ registers the ops, their
 CPU/CUDA kernels and their autograd; this package adds the fake (meta) kernels that
@@ -26,9 +26,20 @@ if torch.distributed.is_available():
     from activations_ext import _sharding
 
     _sharding.register()
+from activations_ext import init  # noqa: E402
 from activations_ext._inductor import inductor_fusion_enabled, set_inductor_fusion  # noqa: E402
-from activations_ext.functional import relu, selu  # noqa: E402
-from activations_ext.modules import SELU, ReLU  # noqa: E402
+from activations_ext.functional import relu, selu, selu_alpha_dropout  # noqa: E402
+from activations_ext.modules import SELU, ReLU, SELUAlphaDropout  # noqa: E402
 
-__all__ = ["SELU", "ReLU", "inductor_fusion_enabled", "relu", "selu", "set_inductor_fusion"]
+__all__ = [
+    "SELU",
+    "ReLU",
+    "SELUAlphaDropout",
+    "inductor_fusion_enabled",
+    "init",
+    "relu",
+    "selu",
+    "selu_alpha_dropout",
+    "set_inductor_fusion",
+]
 __version__ = "0.1.0"

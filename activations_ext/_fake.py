@@ -8,12 +8,11 @@ also readies its fusion by Inductor (``activations_ext._inductor``).
 import torch
 
 from activations_ext import _inductor
-
-SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+from activations_ext.catalog import ACTIVATIONS, DTYPES
 
 
 def _check_dtype(op: str, t: torch.Tensor, arg: str) -> None:
-    if t.dtype not in SUPPORTED_DTYPES:
+    if t.dtype not in DTYPES:
         raise TypeError(f"act.{op}: expected {arg} of dtype float32, float64, float16 or bfloat16, but got {t.dtype}")
 
 
@@ -56,5 +55,35 @@ def _register(op: str) -> None:
         return torch.empty_like(result)
 
 
-for _op in ("selu", "relu"):
+for _op in ACTIVATIONS:
     _register(_op)
+
+
+def _check_probability(op: str, p: float) -> None:
+    if not 0 <= p <= 1:
+        raise ValueError(f"act.{op}: expected p in [0, 1], but got {p}")
+
+
+@torch.library.register_fake("act::_selu_alpha_dropout")
+def _selu_alpha_dropout(
+    x: torch.Tensor, p: float, *, generator: torch.Generator | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    _check_dtype("selu_alpha_dropout", x, "x")
+    _check_probability("selu_alpha_dropout", p)
+    return torch.empty_like(x), x.new_empty((2,), dtype=torch.int64)
+
+
+@torch.library.register_fake("act::selu_alpha_dropout_backward")
+def _selu_alpha_dropout_backward(
+    grad_output: torch.Tensor, x: torch.Tensor, rng_state: torch.Tensor, p: float
+) -> torch.Tensor:
+    op = "selu_alpha_dropout_backward"
+    _check_dtype(op, x, "x")
+    _check_matches(op, grad_output, "grad_output", x, "x")
+    _check_probability(op, p)
+    if not (rng_state.dtype == torch.int64 and rng_state.numel() == 2 and rng_state.device == x.device):
+        raise RuntimeError(
+            f"act.{op}: expected rng_state as the forward returned it (2 contiguous torch.int64 on the device of x), "
+            f"but got {rng_state.dtype} of shape {list(rng_state.shape)} on {rng_state.device}"
+        )
+    return torch.empty_like(x)

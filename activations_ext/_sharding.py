@@ -5,6 +5,10 @@ kernel on its local shard, with no communication. No rule accepts ``Partial``: t
 linear, so DTensor reduces a partial input (to ``Replicate``) before the op; an in-place op cannot change
 its input's placement, so it refuses one; nor can ``out=``, whose placement the input is moved to. Ops
 with several tensors take them on one placement, and DTensor redistributes operands that differ.
+
+``selu_alpha_dropout`` in train mode refuses DTensors: each rank would draw its shard's mask from its own
+generator, so shards of one tensor could repeat each other's masks and replicas could disagree. In eval
+mode it is ``selu`` and follows selu's rule.
 """
 
 import dataclasses
@@ -14,6 +18,8 @@ from typing import TYPE_CHECKING
 import torch
 from torch.distributed.tensor import DTensor, Replicate, Shard
 from torch.distributed.tensor.experimental import register_sharding
+
+from activations_ext.catalog import ACTIVATIONS
 
 if TYPE_CHECKING:  # the spec DTensor hands a sharding rule in place of each tensor
     from torch.distributed.tensor._dtensor_spec import DTensorSpec
@@ -52,13 +58,28 @@ def _key_cache_on_out(op: torch._ops.OpOverload) -> None:
     propagator.op_to_schema_info[op] = dataclasses.replace(info, static_kwargkey=[*(info.static_kwargkey or []), "out"])
 
 
+def _refuse_random(op: str) -> Callable[..., list]:
+    """The rule of a random op: an error that says why and what to do instead."""
+
+    def rules(*args: object, **kwargs: object) -> list:
+        raise RuntimeError(
+            f"act.{op}: train mode does not take a DTensor: every rank would draw its mask from its own generator, "
+            "so the masks of different shards could repeat and replicas could disagree. Call it on the local "
+            "tensor (DTensor.to_local()) with a generator seeded per rank, or in eval mode."
+        )
+
+    return rules
+
+
 def register() -> None:
     """Registers the rules for every op and overload."""
     act = torch.ops.act
-    for op in (act.selu.default, act.relu.default, act.selu_.default, act.relu_.default):
-        register_sharding(op)(lambda x: _same_placement_everywhere(x.ndim, 1))
-    for op in (act.selu.out, act.relu.out):
-        register_sharding(op)(_out_rules(op))
-        _key_cache_on_out(op)
-    for op in (act.selu_backward.default, act.relu_backward.default):
-        register_sharding(op)(lambda grad_output, result: _same_placement_everywhere(result.ndim, 2))
+    for name in ACTIVATIONS:
+        forward, inplace, backward = getattr(act, name), getattr(act, f"{name}_"), getattr(act, f"{name}_backward")
+        for op in (forward.default, inplace.default):
+            register_sharding(op)(lambda x: _same_placement_everywhere(x.ndim, 1))
+        register_sharding(forward.out)(_out_rules(forward.out))
+        _key_cache_on_out(forward.out)
+        register_sharding(backward.default)(lambda grad_output, result: _same_placement_everywhere(result.ndim, 2))
+    register_sharding(act._selu_alpha_dropout.default)(_refuse_random("selu_alpha_dropout"))
+    register_sharding(act.selu_alpha_dropout_backward.default)(_refuse_random("selu_alpha_dropout_backward"))

@@ -8,6 +8,11 @@ timed by CUDA events around the device's work only (wall clock on the CPU); a fi
 ratio among them. Bandwidth counts the bytes every op must move: one read and one write per element for the
 forward ops, two reads and a write for the backward ops. Below the table, per op, dtype and layout: the geometric
 mean of ours-vs-torch over the sizes measured, and the lowest row.
+
+``selu_alpha_dropout`` (train mode, p = 0.1) is compared with ``alpha_dropout(selu(x))``, and
+``selu_alpha_dropout+bwd`` times the forward and ``torch.autograd.grad`` through it (five passes over memory: the
+forward's read and write, the backward's two reads and a write). For these the report adds each variant's peak
+memory above its inputs during the forward and backward.
 """
 
 import argparse
@@ -21,13 +26,16 @@ from dataclasses import asdict, dataclass
 import torch
 
 import activations_ext  # noqa: F401  (registers the ops)
-from activations_ext.numerics import SELU_ALPHA, SELU_SCALE
+from activations_ext import catalog
 from activations_ext.timing import interleaved_median_seconds
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "float64": torch.float64}
+DTYPES = {str(dtype).removeprefix("torch."): dtype for dtype in catalog.DTYPES}
 CUDA_SIZES = ["2^16", "2^18", "2^20", "2^22", "2^24", "2^26", "4096x393216"]
 CPU_SIZES = ["2^16", "2^18", "2^20", "2^22"]
-OPS = ["selu", "relu", "selu_", "relu_", "selu.out", "relu.out", "selu_backward", "relu_backward"]
+# Each activation's forward, in-place, out= and backward forms, and the fused SELU + AlphaDropout.
+DROPOUT_OPS = ["selu_alpha_dropout", "selu_alpha_dropout+bwd"]
+OPS = [f"{name}{form}" for form in ("", "_", ".out", "_backward") for name in catalog.ACTIVATIONS] + DROPOUT_OPS
+DROPOUT_P = 0.1
 # contiguous; strided: every other element along the last dimension; chunk: the first half of
 # ``t.chunk(2, dim=-1)`` for rows of 4096 (the gated-MLP idiom), contiguous rows with a row stride.
 LAYOUTS = ["contiguous", "strided", "chunk"]
@@ -44,29 +52,51 @@ def parse_size(size: str) -> tuple[int, ...]:
     return tuple(int(d) for d in size.split("x"))
 
 
-def torch_backward(op: str) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
-    """ATen's own backward kernels for torch.selu / torch.relu, taking (grad_output, result)."""
-    if op == "selu":
-        return lambda g, r: torch.ops.aten.elu_backward(g, SELU_ALPHA, SELU_SCALE, 1.0, True, r)
-    return lambda g, r: torch.ops.aten.threshold_backward(g, r, 0)
-
-
 @dataclass
 class Case:
     """One op's three implementations, as functions of prepared operands."""
 
-    reads: int  # tensors read per element; each op writes one
+    reads: int  # passes over memory besides the one write: tensors read per element, for most ops
     ours: Callable[..., object]
     torch: Callable[..., object]
+    inputs: int | None = None  # operands to make, if not ``reads``; with a gradient the first requires grad
+    with_grad: bool = False
+
+    def compiled_torch(self) -> Callable[..., object]:
+        """torch.compile of torch's implementation (dynamic shapes: sizes reuse it); with a gradient, of the
+        forward, differentiated by autograd around it."""
+        if not self.with_grad:
+            return torch.compile(self.torch, dynamic=True)
+        forward = torch.compile(_torch_selu_alpha_dropout, dynamic=True)
+        return lambda x, g: torch.autograd.grad(forward(x), x, g)
+
+
+def _torch_selu_alpha_dropout(x: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.alpha_dropout(torch.selu(x), DROPOUT_P, True)
+
+
+def _ours_selu_alpha_dropout(x: torch.Tensor) -> torch.Tensor:
+    return torch.ops.act.selu_alpha_dropout(x, DROPOUT_P, True)
 
 
 def make_case(op: str) -> Case:
     """The implementations of ``op``; in-place and out= forms are compared with torch's nearest form."""
+    if op == "selu_alpha_dropout":
+        return Case(1, _ours_selu_alpha_dropout, _torch_selu_alpha_dropout)
+    if op == "selu_alpha_dropout+bwd":
+        return Case(
+            4,
+            lambda x, g: torch.autograd.grad(_ours_selu_alpha_dropout(x), x, g),
+            lambda x, g: torch.autograd.grad(_torch_selu_alpha_dropout(x), x, g),
+            inputs=2,
+            with_grad=True,
+        )
     base = op.split(".")[0].rstrip("_").replace("_backward", "")
+    activation = catalog.ACTIVATIONS[base]
     ours_packet = getattr(torch.ops.act, base)
-    torch_fn = getattr(torch, base)
+    torch_fn = activation.torch_forward
     if op.endswith("_backward"):
-        return Case(2, getattr(torch.ops.act, f"{base}_backward").default, torch_backward(base))
+        return Case(2, getattr(torch.ops.act, f"{base}_backward").default, activation.torch_backward)
     if op.endswith("_"):
         return Case(1, getattr(torch.ops.act, f"{base}_").default, getattr(torch, f"{base}_"))
     if op.endswith(".out"):
@@ -126,13 +156,16 @@ def operands(
         row = math.gcd(shape[0], CHUNK_ROW)
         shape = (shape[0] // row, row)
     stored = shape if layout == "contiguous" else (*shape[:-1], 2 * shape[-1])
-    tensors = [torch.randn(stored, dtype=dtype, device=device, generator=generator) for _ in range(case.reads)]
+    count = case.inputs or case.reads
+    tensors = [torch.randn(stored, dtype=dtype, device=device, generator=generator) for _ in range(count)]
     if layout == "strided":
         tensors = [t[..., ::2] for t in tensors]
     elif layout == "chunk":
         tensors = [t.chunk(2, dim=-1)[0] for t in tensors]
     if op.endswith(".out"):
         tensors.append(torch.full(shape, float("nan"), dtype=dtype, device=device))
+    if case.with_grad:
+        tensors[0].requires_grad_()
     return tensors
 
 
@@ -140,9 +173,9 @@ _compiled: dict[str, Callable[..., object]] = {}
 
 
 def compiled_torch(op: str, case: Case) -> Callable[..., object]:
-    """torch.compile of torch's implementation, one per op (dynamic shapes: sizes reuse it)."""
+    """torch.compile of torch's implementation, one per op."""
     if op not in _compiled:
-        _compiled[op] = torch.compile(case.torch, dynamic=True)
+        _compiled[op] = case.compiled_torch()
     return _compiled[op]
 
 
@@ -187,6 +220,72 @@ def measure(
     )
 
 
+@dataclass
+class MemoryRow:
+    """What the forward and backward of the SELU + AlphaDropout variants keep: bytes per element saved for the
+    backward, and on CUDA the peak memory above the inputs (MiB) during the forward and backward."""
+
+    device: str
+    dtype: str
+    size: str
+    saved_bytes_per_element: dict[str, float]
+    peak_mib: dict[str, float] | None
+
+
+def saved_bytes(fn: Callable[[], object]) -> int:
+    """The bytes of the tensors autograd saves for the backward while ``fn`` runs its forward."""
+    total = 0
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        nonlocal total
+        total += t.numel() * t.element_size()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn()
+    return total
+
+
+def measure_memory(size: str, dtype: torch.dtype, device: torch.device) -> MemoryRow:
+    """Saved bytes and peak memory of ours, torch eager and torch.compile for one forward and backward."""
+    case = make_case("selu_alpha_dropout+bwd")
+    x, g = operands(case, "selu_alpha_dropout+bwd", parse_size(size), dtype, device, "contiguous")
+    compiled_forward = torch.compile(_torch_selu_alpha_dropout, dynamic=True)
+    forwards = {"ours": _ours_selu_alpha_dropout, "torch": _torch_selu_alpha_dropout, "compile": compiled_forward}
+    compiled_forward(x)  # compile before measuring
+    saved = {name: saved_bytes(lambda f=f: f(x)) / x.numel() for name, f in forwards.items()}
+    peak = None
+    if device.type == "cuda":
+        peak = {}
+        for name, forward in forwards.items():
+            torch.cuda.synchronize(device)
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats(device)
+            base = torch.cuda.memory_allocated(device)
+            torch.autograd.grad(forward(x), x, g)
+            torch.cuda.synchronize(device)
+            peak[name] = (torch.cuda.max_memory_allocated(device) - base) / 2**20
+    return MemoryRow(device.type, str(dtype).removeprefix("torch."), size, saved, peak)
+
+
+def format_memory(rows: list[MemoryRow]) -> str:
+    """Saved bytes per element and peak MiB per variant."""
+    names = ("ours", "torch", "compile")
+    head = f"{'selu_alpha_dropout+bwd':22} {'dtype':9} {'size':12} " + " ".join(
+        f"{'saved B/el ' + n:>18}" for n in names
+    )
+    head += " " + " ".join(f"{'peak MiB ' + n:>16}" for n in names)
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        line = f"{r.device:22} {r.dtype:9} {r.size:12} " + " ".join(
+            f"{r.saved_bytes_per_element[n]:18.3f}" for n in names
+        )
+        if r.peak_mib:
+            line += " " + " ".join(f"{r.peak_mib[n]:16.1f}" for n in names)
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def fits(op: str, size: str, dtype: torch.dtype, device: torch.device) -> bool:
     """Whether the operands, outputs and copies fit comfortably in the device's memory."""
     if device.type != "cuda":
@@ -215,7 +314,7 @@ def _progress_lines(items: list) -> Iterable:
 def format_table(rows: list[Row]) -> str:
     """A fixed-width table: GB/s per implementation, % of the copy roofline, speedups."""
     head = (
-        f"{'device':6} {'op':14} {'dtype':9} {'size':12} {'layout':10} {'ours GB/s':>9} {'torch':>7} {'compile':>8} "
+        f"{'device':6} {'op':22} {'dtype':9} {'size':12} {'layout':10} {'ours GB/s':>9} {'torch':>7} {'compile':>8} "
         f"{'copy':>7} {'%roof':>6} {'vs torch':>8} {'spread':>11} {'vs compile':>10}"
     )
     lines = [head, "-" * len(head)]
@@ -228,7 +327,7 @@ def format_table(rows: list[Row]) -> str:
         flag = "?" if r.layout == "contiguous" and r.percent_of_roofline > SUSPECT_PERCENT else " "
         suspect |= flag == "?"
         lines.append(
-            f"{r.device:6} {r.op:14} {r.dtype:9} {r.size:12} {r.layout:10} {r.gbps(r.ours_us):9.4g} "
+            f"{r.device:6} {r.op:22} {r.dtype:9} {r.size:12} {r.layout:10} {r.gbps(r.ours_us):9.4g} "
             f"{r.gbps(r.torch_us):7.4g} {compile_gbps} {r.roofline_gbps:7.4g} {r.percent_of_roofline:5.1f}%{flag}"
             f"{r.vs_torch:7.2f}x {spread:>11} {vs_compile}"
         )
@@ -244,13 +343,13 @@ def format_summary(rows: list[Row]) -> str:
     groups: dict[tuple[str, str, str], list[Row]] = {}
     for r in rows:
         groups.setdefault((r.op, r.dtype, r.layout), []).append(r)
-    head = f"{'op':14} {'dtype':9} {'layout':10} {'sizes':>5} {'geomean vs torch':>16} {'lowest (size)':>20}"
+    head = f"{'op':22} {'dtype':9} {'layout':10} {'sizes':>5} {'geomean vs torch':>16} {'lowest (size)':>20}"
     lines = [head, "-" * len(head)]
     for (op, dtype, layout), group in groups.items():
         geomean = math.exp(sum(math.log(r.vs_torch) for r in group) / len(group))
         low = min(group, key=lambda r: r.vs_torch)
         lowest = f"{low.vs_torch:.2f}x ({low.size})"
-        lines.append(f"{op:14} {dtype:9} {layout:10} {len(group):5} {geomean:15.3f}x {lowest:>20}")
+        lines.append(f"{op:22} {dtype:9} {layout:10} {len(group):5} {geomean:15.3f}x {lowest:>20}")
     return "\n".join(lines)
 
 
@@ -365,9 +464,12 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.from_json) as f:
             saved = json.load(f)
         rows = [Row(**r) for r in saved["rows"]]
+        memory = [MemoryRow(**r) for r in saved.get("memory", [])]
         print(f"device: {saved['device']}; torch {saved['torch']}")
         print(format_table(rows))
         print(format_summary(rows))
+        if memory:
+            print(format_memory(memory))
         if args.plot:
             plot(rows, args.plot, f"activations_ext on {saved['device']}")
         return 0
@@ -377,12 +479,23 @@ def main(argv: list[str] | None = None) -> int:
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     rows = run(args.ops, args.dtypes, args.sizes, device, not args.no_compile, not args.quiet, args.layouts, repeats)
+    memory = []
+    if "selu_alpha_dropout+bwd" in args.ops:
+        memory = [
+            measure_memory(s, DTYPES[d], device)
+            for d in args.dtypes
+            for s in args.sizes
+            if fits("selu_alpha_dropout+bwd", s, DTYPES[d], device)
+        ]
     print(f"device: {name}; torch {torch.__version__}")
     print(format_table(rows))
     print(format_summary(rows))
+    if memory:
+        print(format_memory(memory))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"device": name, "torch": torch.__version__, "rows": [asdict(r) for r in rows]}, f, indent=1)
+            report = {"device": name, "torch": torch.__version__, "rows": [asdict(r) for r in rows]}
+            json.dump({**report, "memory": [asdict(r) for r in memory]}, f, indent=1)
     if args.plot:
         plot(rows, args.plot, f"activations_ext on {name}")
     return 0

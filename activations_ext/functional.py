@@ -43,3 +43,35 @@ def relu(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:  # noqa: A
     """
     _check_input("relu", input)
     return torch.ops.act.relu_.default(input) if inplace else torch.ops.act.relu.default(input)
+
+
+def selu_alpha_dropout(
+    input: torch.Tensor,  # noqa: A002
+    p: float = 0.5,
+    training: bool = False,
+    *,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """``alpha_dropout(selu(input), p, training)`` in one pass: the activation and dropout of a self-normalizing
+    network, with ``torch.nn.functional.alpha_dropout``'s signature and constants.
+
+    In training, each element is kept with probability ``1 - p`` (a Philox stream of the generator's seed and
+    offset on CUDA, as torch's own dropout draws it; a fresh key from the CPU generator on the CPU) and kept
+    values are scaled and shifted so that mean 0 and variance 1 stay so. The backward replays the mask from
+    the saved (seed, offset) instead of storing it. Out of training, or at ``p = 0``, it is ``selu``.
+
+    Args:
+        input: a float32, float64, float16 or bfloat16 tensor on the CPU or a CUDA device, any shape and layout.
+        p: the probability of dropping an element, in [0, 1].
+        training: apply dropout (else SELU alone).
+        generator: the generator to draw from; the device's default one when None.
+
+    Returns:
+        A new tensor laid out like ``input``.
+
+    Raises:
+        TypeError: ``input`` is not a tensor, or not of a supported dtype.
+        ValueError: ``p`` is outside [0, 1].
+    """
+    _check_input("selu_alpha_dropout", input)
+    return torch.ops.act.selu_alpha_dropout(input, p, training, generator=generator)

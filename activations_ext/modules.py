@@ -1,11 +1,12 @@
-"""``nn.Module`` drop-ins for ``torch.nn.SELU`` and ``torch.nn.ReLU``."""
+"""``nn.Module`` drop-ins for ``torch.nn.SELU`` and ``torch.nn.ReLU``, and for ``torch.nn.SELU`` followed by
+``torch.nn.AlphaDropout``."""
 
 from collections.abc import Callable
 
 import torch
 from torch import nn
 
-from activations_ext.functional import relu, selu
+from activations_ext.functional import relu, selu, selu_alpha_dropout
 
 
 class _Activation(nn.Module):
@@ -44,3 +45,27 @@ class ReLU(_Activation):
     """
 
     function = staticmethod(relu)
+
+
+class SELUAlphaDropout(nn.Module):
+    """SELU then AlphaDropout, fused: a drop-in for ``nn.Sequential(nn.SELU(), nn.AlphaDropout(p))``.
+
+    In training mode :func:`activations_ext.selu_alpha_dropout` (one pass, no stored mask); in eval mode SELU.
+
+    Args:
+        p: the probability of dropping an element, in [0, 1].
+    """
+
+    def __init__(self, p: float = 0.05) -> None:
+        super().__init__()
+        if not 0 <= p <= 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p = p
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """SELU of ``x``, with alpha dropout in training mode."""
+        return selu_alpha_dropout(x, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        """``p=...``, as torch.nn's dropout modules print it."""
+        return f"p={self.p}"

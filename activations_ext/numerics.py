@@ -1,18 +1,16 @@
-"""SELU's constants, float64 references, and the ulp error of every op, measured over SELU's whole range."""
+"""The ulp error of every activation (``catalog.ACTIVATIONS``), measured over SELU's whole range."""
 
 from collections.abc import Callable
 
 import torch
 
-SELU_ALPHA = 1.6732632423543772848170429916717
-SELU_SCALE = 1.0507009873554804934193349852946
-DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
-
-
-def selu_reference(x: torch.Tensor) -> torch.Tensor:
-    """SELU in float64, with ``expm1`` on the negative branch."""
-    x = x.double()
-    return torch.where(x > 0, SELU_SCALE * x, SELU_SCALE * SELU_ALPHA * torch.expm1(x))
+from activations_ext.catalog import (  # noqa: F401  (SELU_* and selu_reference: their home for other modules)
+    ACTIVATIONS,
+    DTYPES,
+    SELU_ALPHA,
+    SELU_SCALE,
+    selu_reference,
+)
 
 
 def ulp_error(
@@ -41,15 +39,9 @@ def whole_range_inputs() -> torch.Tensor:
     ).float()
 
 
-# The bounds every table entry meets, in ulps: float32/float64 SELU within 2 (expm1's error), the 16-bit
-# types within one rounding of the float32 result, ReLU exact.
+# The bounds every table entry meets, in ulps, per dtype and op: each activation and its backward.
 ULP_BOUNDS = {
-    dtype: {
-        "selu": 1.0 if dtype.itemsize == 2 else 2.0,
-        "selu_backward": 1.0 if dtype.itemsize == 2 else 2.0,
-        "relu": 0.0,
-        "relu_backward": 0.0,
-    }
+    dtype: {op: a.bound(dtype) for a in ACTIVATIONS.values() for op in (a.name, f"{a.name}_backward")}
     for dtype in DTYPES
 }
 
@@ -64,47 +56,45 @@ def ulp_table_violations(table: dict[torch.dtype, dict[str, float]]) -> list[str
     ]
 
 
-def eager_forward(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(selu(x), relu(x)) by the act ops."""
-    return torch.ops.act.selu(x), torch.ops.act.relu(x)
+def eager_forward(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Every activation of ``x`` by the act ops, in ``ACTIVATIONS``' order."""
+    return tuple(getattr(torch.ops.act, name)(x) for name in ACTIVATIONS)
 
 
-def eager_backward(grad: torch.Tensor, selu: torch.Tensor, relu: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(selu_backward(grad, selu), relu_backward(grad, relu)) by the act ops."""
-    return torch.ops.act.selu_backward(grad, selu), torch.ops.act.relu_backward(grad, relu)
+def eager_backward(grad: torch.Tensor, *results: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Every activation's backward op at ``grad`` and its forward result, in ``ACTIVATIONS``' order."""
+    return tuple(
+        getattr(torch.ops.act, f"{name}_backward")(grad, result)
+        for name, result in zip(ACTIVATIONS, results, strict=True)
+    )
 
 
 def max_ulp_errors(
     device: torch.device,
-    forward: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]] = eager_forward,
-    backward: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]] = eager_backward,
+    forward: Callable[[torch.Tensor], tuple[torch.Tensor, ...]] = eager_forward,
+    backward: Callable[..., tuple[torch.Tensor, ...]] = eager_backward,
 ) -> dict[torch.dtype, dict[str, float]]:
     """Per dtype, each op's largest error in ulps of that dtype against float64 math on the same inputs.
 
     The inputs are ``whole_range_inputs`` rounded to the dtype; the backward ops take gradients in
-    [0.5, 1.5) and the forward results (rounded, as autograd saves them). ``selu_backward`` is measured
-    in ulps of ``grad * alpha * scale``: near saturation it cancels the result against that constant,
-    as torch's own ``elu_backward`` does, and no rounding of its operands can do better. ``forward`` and
-    ``backward`` compute the ops (e.g. compiled versions of ``eager_forward`` and ``eager_backward``).
+    [0.5, 1.5) and the forward results (rounded, as autograd saves them). A backward with a
+    ``backward_scale`` (``selu_backward``) is measured in ulps of that scale: near saturation it cancels
+    the result against alpha * scale, as torch's own ``elu_backward`` does, and no rounding of its operands
+    can do better. ``forward`` and ``backward`` compute the ops (e.g. compiled versions of ``eager_forward``
+    and ``eager_backward``).
     """
     table = {}
     for dtype in DTYPES:
         x = whole_range_inputs().to(dtype).unique().to(device)
         grad = torch.rand(x.shape, generator=torch.Generator().manual_seed(0)).add(0.5).to(dtype).to(device)
-        selu, relu = forward(x)
-        selu_backward, relu_backward = backward(grad, selu, relu)
-        g, s, r = grad.double().cpu(), selu.double().cpu(), relu.double().cpu()
-        cases = {
-            "selu": (selu, selu_reference(x.cpu()), None),
-            "selu_backward": (
-                selu_backward,
-                torch.where(s > 0, g * SELU_SCALE, g * (s + SELU_SCALE * SELU_ALPHA)),
-                g * SELU_SCALE * SELU_ALPHA,
-            ),
-            "relu": (relu, x.double().cpu().clamp_min(0), None),
-            "relu_backward": (relu_backward, torch.where(r > 0, g, 0.0), None),
-        }
-        table[dtype] = {
-            op: ulp_error(ours.cpu(), ref, dtype, scale).max().item() for op, (ours, ref, scale) in cases.items()
-        }
+        results = forward(x)
+        grads = backward(grad, *results)
+        g = grad.cpu()
+        errors = {}
+        for a, result, grad_input in zip(ACTIVATIONS.values(), results, grads, strict=True):
+            errors[a.name] = ulp_error(result.cpu(), a.reference(x.cpu()), dtype).max().item()
+            scale = a.backward_scale(g) if a.backward_scale else None
+            expected = a.backward_reference(g, result.cpu())
+            errors[f"{a.name}_backward"] = ulp_error(grad_input.cpu(), expected, dtype, scale).max().item()
+        table[dtype] = errors
     return table

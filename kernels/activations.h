@@ -1,8 +1,10 @@
 #pragma once
-// The scalar math of every op, shared by the CPU loop and the CUDA launcher.
+// The scalar math of every op, shared by the CPU loop and the CUDA launcher, and the one list of
+// the ops from which their registrations follow.
 // Each functor is instantiated for a storage type `scalar_t`, computes in `acc_t` (for the
-// arithmetic ops float for float/half/bfloat16, double for double) and says how many tensor
-// inputs it reads.
+// arithmetic ops float for float/half/bfloat16, double for double), says how many tensor inputs it
+// reads (`arity`) and what it is built from (`Args`: NoArgs, or the run-time values it needs). A
+// random functor also has a PhiloxSource `source`; it takes its element's random word first.
 
 #include <ATen/OpMathType.h>
 #include <c10/macros/Macros.h>
@@ -13,7 +15,11 @@
 
 #include <type_traits>
 
+#include "philox.h"
+
 namespace act {
+
+struct NoArgs {};
 
 // torch.selu's constants.
 constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
@@ -21,6 +27,8 @@ constexpr double kSeluScale = 1.0507009873554804934193349852946;
 
 C10_HOST_DEVICE inline float expm1_of(float x) { return ::expm1f(x); }
 C10_HOST_DEVICE inline double expm1_of(double x) { return ::expm1(x); }
+C10_HOST_DEVICE inline float exp_of(float x) { return ::expf(x); }
+C10_HOST_DEVICE inline double exp_of(double x) { return ::exp(x); }
 
 #ifndef __CUDA_ARCH__
 // expm1(x) for float x <= 0 on the CPU, in double arithmetic the compiler vectorizes (a call to
@@ -67,6 +75,7 @@ C10_HOST_DEVICE inline acc_t expm1_nonpositive(acc_t x) {
 // `<= 0` picking the negative branch) so results round exactly as torch.selu's do.
 template <typename scalar_t>
 struct SeluForward {
+  using Args = NoArgs;
   using acc_t = at::opmath_type<scalar_t>;
   static constexpr int arity = 1;
   C10_HOST_DEVICE acc_t operator()(acc_t x) const {
@@ -79,6 +88,7 @@ struct SeluForward {
 // d selu / dx from the result r: scale for r > 0, scale * alpha * exp(x) = r + scale * alpha otherwise.
 template <typename scalar_t>
 struct SeluBackward {
+  using Args = NoArgs;
   using acc_t = at::opmath_type<scalar_t>;
   static constexpr int arity = 2;
   C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t result) const {
@@ -93,6 +103,7 @@ struct SeluBackward {
 // through float that would change a 16-bit NaN's bits.
 template <typename scalar_t>
 struct ReluForward {
+  using Args = NoArgs;
   using acc_t = scalar_t;
   static constexpr int arity = 1;
   C10_HOST_DEVICE acc_t operator()(acc_t x) const {
@@ -108,6 +119,7 @@ struct ReluForward {
 // threshold_backward's rule: the gradient is dropped wherever the result is <= 0.
 template <typename scalar_t>
 struct ReluBackward {
+  using Args = NoArgs;
   using acc_t = scalar_t;
   static constexpr int arity = 2;
   C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t result) const {
@@ -115,18 +127,130 @@ struct ReluBackward {
   }
 };
 
-enum class Activation { selu_forward, selu_backward, relu_forward, relu_backward };
 
-// Calls `f` with the functor for `kind` on storage type scalar_t; the backends use this to
-// turn the run-time op choice into a compile-time functor.
-template <typename scalar_t, typename F>
-void with_functor(Activation kind, F&& f) {
-  switch (kind) {
-    case Activation::selu_forward: return f(SeluForward<scalar_t>{});
-    case Activation::selu_backward: return f(SeluBackward<scalar_t>{});
-    case Activation::relu_forward: return f(ReluForward<scalar_t>{});
-    case Activation::relu_backward: return f(ReluBackward<scalar_t>{});
+// exp(x) for x <= 0: on the GPU for 16-bit results the hardware exp2, as in expm1_nonpositive.
+template <typename scalar_t, typename acc_t>
+C10_HOST_DEVICE inline acc_t exp_nonpositive(acc_t x) {
+#ifdef __CUDA_ARCH__
+  if constexpr (sizeof(scalar_t) == 2) return __expf(x);
+#endif
+  return exp_of(x);
+}
+
+// torch.nn.functional.alpha_dropout in train mode, with drop probability p: a kept value v becomes
+// a * v + b_keep and a dropped one b_drop (torch computes v * 0 + b_drop: NaN stays NaN), where
+// a = 1 / sqrt((alpha'^2 p + 1)(1 - p)), b_keep = alpha' a p, b_drop = alpha' a (p - 1) and
+// alpha' = alpha * scale, SELU's negative saturation. An element is kept when its random word is
+// below keep_below, 2^32 (1 - p) rounded: probability 1 - p to within 2^-32.
+struct AlphaDropoutArgs {
+  double keep_scale = 0, kept_bias = 0, alpha_a = 0;
+  uint32_t keep_below = 0;
+  PhiloxSource source;
+};
+
+// p in [0, 1]. At p = 1 torch returns v * 0: nothing is kept and the dropped value is v * 0 + -0.0,
+// which keeps v * 0's sign.
+inline AlphaDropoutArgs alpha_dropout_args(double p, const PhiloxSource& source) {
+  AlphaDropoutArgs args;
+  args.source = source;
+  if (p >= 1) return args;
+  constexpr double alpha = kSeluAlpha * kSeluScale;
+  args.keep_scale = 1 / ::sqrt((alpha * alpha * p + 1) * (1 - p));
+  args.alpha_a = alpha * args.keep_scale;
+  args.kept_bias = args.alpha_a * p;
+  const double keep_below = ::nearbyint((1 - p) * 4294967296.0);
+  args.keep_below = keep_below >= 4294967295.0 ? 0xFFFFFFFFu : uint32_t(keep_below);
+  return args;
+}
+
+// selu(x) then alpha dropout, rounded as torch composes them: (s * (kept ? a : 0)) + bias, with the
+// bias folded in acc_t as torch's (mask - 1) * (alpha' a) + alpha' a p folds it.
+template <typename scalar_t>
+struct SeluAlphaDropoutForward {
+  using acc_t = at::opmath_type<scalar_t>;
+  using Args = AlphaDropoutArgs;
+  static constexpr int arity = 1;
+  acc_t keep_scale, kept_bias, dropped_bias;
+  uint32_t keep_below;
+  PhiloxSource source;
+
+  explicit SeluAlphaDropoutForward(const Args& args)
+      : keep_scale(acc_t(args.keep_scale)),
+        kept_bias(acc_t(args.kept_bias)),
+        dropped_bias(args.keep_scale == 0 ? -acc_t(0) : -acc_t(args.alpha_a) + acc_t(args.kept_bias)),
+        keep_below(args.keep_below),
+        source(args.source) {}
+
+  C10_HOST_DEVICE acc_t operator()(uint32_t bits, acc_t x) const {
+    const bool keep = bits < keep_below;
+    return SeluForward<scalar_t>{}(x) * (keep ? keep_scale : acc_t(0)) + (keep ? kept_bias : dropped_bias);
+  }
+};
+
+// The gradient of SeluAlphaDropoutForward with respect to x, from x and the replayed mask:
+// grad * (kept ? a : 0) * selu'(x), selu'(x) = scale for x > 0, alpha * scale * exp(x) otherwise,
+// as torch's elu_backward takes it from the input.
+template <typename scalar_t>
+struct SeluAlphaDropoutBackward {
+  using acc_t = at::opmath_type<scalar_t>;
+  using Args = AlphaDropoutArgs;
+  static constexpr int arity = 2;
+  acc_t keep_scale;
+  uint32_t keep_below;
+  PhiloxSource source;
+
+  explicit SeluAlphaDropoutBackward(const Args& args)
+      : keep_scale(acc_t(args.keep_scale)), keep_below(args.keep_below), source(args.source) {}
+
+  C10_HOST_DEVICE acc_t operator()(uint32_t bits, acc_t grad, acc_t x) const {
+    constexpr acc_t neg_coef = acc_t(kSeluAlpha) * acc_t(kSeluScale);
+    const acc_t slope = x > acc_t(0) ? acc_t(kSeluScale) : neg_coef * exp_nonpositive<scalar_t>(x);
+    return grad * (bits < keep_below ? keep_scale : acc_t(0)) * slope;
+  }
+};
+
+// Functors with a `source` draw one random word per element.
+template <typename Op, typename = void>
+struct IsRandom : std::false_type {};
+template <typename Op>
+struct IsRandom<Op, std::void_t<decltype(Op::source)>> : std::true_type {};
+
+template <template <typename> class F>
+using ArgsOf = typename F<float>::Args;
+
+template <template <typename> class F, typename scalar_t>
+F<scalar_t> make_functor(const ArgsOf<F>& args) {
+  if constexpr (std::is_empty_v<ArgsOf<F>>) {
+    return F<scalar_t>{};
+  } else {
+    return F<scalar_t>(args);
   }
 }
+
+// The elementwise activations, each once: its name and its two functors. ACT_ACTIVATIONS lists
+// them; ops.cpp defines and registers `selu`, `selu_`, `selu.out` and `selu_backward` (and likewise
+// for every entry) from this alone, autograd.cpp and functionalize.cpp follow the same list, and the
+// backends compile every functor it names.
+struct Selu {
+  static constexpr const char* name = "selu";
+  template <typename T>
+  using Forward = SeluForward<T>;
+  template <typename T>
+  using Backward = SeluBackward<T>;
+};
+
+struct Relu {
+  static constexpr const char* name = "relu";
+  template <typename T>
+  using Forward = ReluForward<T>;
+  template <typename T>
+  using Backward = ReluBackward<T>;
+};
+
+#define ACT_ACTIVATIONS(X) X(Selu) X(Relu)
+
+// The functors of the random ops (alpha_dropout.cpp), which the backends compile beside the
+// activations' two each.
+#define ACT_RANDOM_FUNCTORS(X) X(SeluAlphaDropoutForward) X(SeluAlphaDropoutBackward)
 
 }  // namespace act

@@ -12,10 +12,13 @@
 #include <torch/library.h>
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
+#include "activations.h"
 #include "op_handles.h"
 
 namespace act {
@@ -69,7 +72,7 @@ struct ForwardNode : Node {
     if (!grads[0].defined()) return {at::Tensor()};
     return {backward_op<Op>().call(grads[0], result.unpack(this->getptr()))};
   }
-  std::string name() const override { return Op::backward; }
+  std::string name() const override { return std::string("act::") + Op::name + "_backward"; }
   void release_variables() override { result.reset_data(); }
 };
 
@@ -88,7 +91,7 @@ struct BackwardNode : Node {
         this->should_compute_output(1) ? backward_grad_of_result(Op{}, gg, grad_output.unpack(), r) : at::Tensor(),
     };
   }
-  std::string name() const override { return std::string(Op::backward) + "_backward"; }
+  std::string name() const override { return std::string("act::") + Op::name + "_backward_backward"; }
   void release_variables() override {
     grad_output.reset_data();
     result.reset_data();
@@ -138,7 +141,7 @@ at::Tensor& inplace_autograd(at::Tensor& x) {
 
 template <class Op>
 at::Tensor& out_autograd(const at::Tensor& x, at::Tensor& out) {
-  if (records_graph({x, out})) torch::autograd::throw_error_out_requires_grad(Op::forward);
+  if (records_graph({x, out})) torch::autograd::throw_error_out_requires_grad((std::string("act::") + Op::name).c_str());
   {
     at::AutoDispatchBelowADInplaceOrView guard;
     out_op<Op>().call(x, out);
@@ -163,20 +166,105 @@ at::Tensor backward_autograd(const at::Tensor& grad_output, const at::Tensor& re
   return grad_input;
 }
 
+// selu_alpha_dropout's train-mode forward: the gradient replays the mask from the saved (seed,
+// offset) and takes SELU's slope from the saved input (from the result it would lose the sign of
+// inputs whose scaled SELU rounds to the bias).
+struct SeluAlphaDropoutNode : Node {
+  SavedVariable x;
+  SavedVariable rng_state;
+  double p = 0;
+
+  variable_list apply(variable_list&& grads) override {
+    if (!grads[0].defined()) return {at::Tensor()};
+    return {selu_alpha_dropout_backward_op().call(grads[0], x.unpack(), rng_state.unpack(), p)};
+  }
+  std::string name() const override { return "act::selu_alpha_dropout_backward"; }
+  void release_variables() override {
+    x.reset_data();
+    rng_state.reset_data();
+  }
+};
+
+// Its backward, grad * m * selu'(x), is linear in grad; in x its derivative is grad * m * selu'(x)
+// again where x <= 0 (selu'' = selu' there) and 0 elsewhere.
+struct SeluAlphaDropoutBackwardNode : Node {
+  SavedVariable grad_output;
+  SavedVariable x;
+  SavedVariable rng_state;
+  double p = 0;
+
+  variable_list apply(variable_list&& grads) override {
+    const at::Tensor& gg = grads[0];
+    if (!gg.defined()) return {at::Tensor(), at::Tensor()};
+    const at::Tensor input = x.unpack(), state = rng_state.unpack();
+    const auto& backward = selu_alpha_dropout_backward_op();
+    return {
+        this->should_compute_output(0) ? backward.call(gg, input, state, p) : at::Tensor(),
+        this->should_compute_output(1)
+            ? at::where(input > 0, 0, backward.call(gg * grad_output.unpack(), input, state, p))
+            : at::Tensor(),
+    };
+  }
+  std::string name() const override { return "act::selu_alpha_dropout_backward_backward"; }
+  void release_variables() override {
+    grad_output.reset_data();
+    x.reset_data();
+    rng_state.reset_data();
+  }
+};
+
+std::tuple<at::Tensor, at::Tensor> selu_alpha_dropout_train_autograd(const at::Tensor& x, double p,
+                                                                      std::optional<at::Generator> generator) {
+  auto node = graph_node<SeluAlphaDropoutNode>(x);
+  at::Tensor result, rng_state;
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    std::tie(result, rng_state) = selu_alpha_dropout_train_op().call(x, p, std::move(generator));
+  }
+  if (node) {
+    torch::autograd::set_history(result, NodePtr(node));  // rng_state is an integer tensor: no gradient
+    node->x = SavedVariable(x, /*is_output=*/false);
+    node->rng_state = SavedVariable(rng_state, /*is_output=*/false);
+    node->p = p;
+  }
+  return {result, rng_state};
+}
+
+at::Tensor selu_alpha_dropout_backward_autograd(const at::Tensor& grad_output, const at::Tensor& x,
+                                                const at::Tensor& rng_state, double p) {
+  auto node = graph_node<SeluAlphaDropoutBackwardNode>(grad_output, x);
+  at::Tensor grad_input;
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    grad_input = selu_alpha_dropout_backward_op().call(grad_output, x, rng_state, p);
+  }
+  if (node) {
+    torch::autograd::set_history(grad_input, NodePtr(node));
+    node->grad_output = SavedVariable(grad_output, /*is_output=*/false);
+    node->x = SavedVariable(x, /*is_output=*/false);
+    node->rng_state = SavedVariable(rng_state, /*is_output=*/false);
+    node->p = p;
+  }
+  return grad_input;
+}
+
 template <class Op>
-void register_autograd(torch::Library& m, const char* name) {
-  const std::string base(name);
-  m.impl(base.c_str(), &forward_autograd<Op>);
-  m.impl((base + "_").c_str(), &inplace_autograd<Op>);
-  m.impl((base + ".out").c_str(), &out_autograd<Op>);
-  m.impl((base + "_backward").c_str(), &backward_autograd<Op>);
+void register_autograd(torch::Library& m) {
+  const std::string name = Op::name;
+  m.impl(name.c_str(), &forward_autograd<Op>);
+  m.impl((name + "_").c_str(), &inplace_autograd<Op>);
+  m.impl((name + ".out").c_str(), &out_autograd<Op>);
+  m.impl((name + "_backward").c_str(), &backward_autograd<Op>);
 }
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(act, Autograd, m) {
-  register_autograd<Selu>(m, "selu");
-  register_autograd<Relu>(m, "relu");
+#define ACT_REGISTER_AUTOGRAD(Op) register_autograd<Op>(m);
+  ACT_ACTIVATIONS(ACT_REGISTER_AUTOGRAD)
+#undef ACT_REGISTER_AUTOGRAD
+  m.impl("_selu_alpha_dropout", &selu_alpha_dropout_train_autograd);
+  m.impl("selu_alpha_dropout_backward", &selu_alpha_dropout_backward_autograd);
 }
 
 }  // namespace act

@@ -3,11 +3,13 @@
 // strides, dimensions merged where memory allows, so that the layouts met in practice arrive as
 // one dimension (dense) or two (rows of a slice, chunk or narrow).
 
+#include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 #include <c10/core/ScalarType.h>
 #include <c10/util/ArrayRef.h>
 
 #include <cstdint>
+#include <optional>
 
 #include "activations.h"
 
@@ -32,13 +34,22 @@ struct StridedView {
   }
 };
 
-void cpu_activation(Activation kind, c10::ScalarType dtype, const StridedView& view);
+// out = F(inputs...) over the view, with F<scalar_t> built from `args` for the view's dtype. Each
+// backend compiles these for the functors of activations.h's lists.
+template <template <typename> class F>
+void cpu_elementwise(c10::ScalarType dtype, const StridedView& view, const ArgsOf<F>& args);
 
 // Which compiled copy of the CPU loop runs on this machine: "x86-64-v3" or "baseline".
 const char* cpu_loop_name();
 
 #ifdef ACT_WITH_CUDA
-void cuda_activation(Activation kind, c10::ScalarType dtype, c10::Device device, const StridedView& view);
+template <template <typename> class F>
+void cuda_elementwise(c10::ScalarType dtype, c10::Device device, const StridedView& view, const ArgsOf<F>& args);
+
+// The Philox state of `device`'s generator (the default one when none is given) for one launch,
+// advanced past the `increment` words per element group the launch draws.
+at::PhiloxCudaState cuda_philox_state(const std::optional<at::Generator>& generator, c10::Device device,
+                                      uint64_t increment);
 #endif
 
 }  // namespace act

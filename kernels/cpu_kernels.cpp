@@ -66,10 +66,31 @@ void run_row(Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in,
   cpu_row(op, out, in, step, n, seq);
 }
 
+// A random op's row, element by element: element i draws the word numbered by its offset in the output
+// (`index` for i = 0), each Philox block computed once for the four words it holds.
+template <typename scalar_t, typename Op, size_t... I>
+void random_row(const Op& op, const PhiloxStream& stream, int64_t index, scalar_t* out,
+                std::array<const scalar_t*, sizeof...(I)> in, std::array<int64_t, sizeof...(I) + 1> step, int64_t n,
+                std::index_sequence<I...>) {
+  using acc_t = typename Op::acc_t;
+  PhiloxStream::Block block{};
+  uint64_t block_index = ~uint64_t(0);
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t word = uint64_t(index + i * step[0]);
+    if (word >> 2 != block_index) {
+      block_index = word >> 2;
+      block = stream.block(block_index);
+    }
+    out[i * step[0]] = static_cast<scalar_t>(
+        op(PhiloxStream::pick(block, uint32_t(word & 3)), static_cast<acc_t>(in[I][i * step[I + 1]])...));
+  }
+}
+
 // Elements [begin, end) of the view in order: rows along dimension 0, the other dimensions
 // counted like an odometer so that only a chunk's first element needs divisions.
 template <typename scalar_t, typename Op, size_t... I>
-void cpu_strided_chunk(Op op, const StridedView& view, int64_t begin, int64_t end, std::index_sequence<I...> seq) {
+void cpu_strided_chunk(const Op& op, const StridedView& view, int64_t begin, int64_t end,
+                       std::index_sequence<I...> seq) {
   constexpr int operands = Op::arity + 1;
   const int64_t cols = view.sizes[0];
   bool unit_rows = true;
@@ -87,10 +108,13 @@ void cpu_strided_chunk(Op op, const StridedView& view, int64_t begin, int64_t en
     const int64_t n = std::min(cols - col, end - begin);
     const auto at = [&](int k) { return reinterpret_cast<scalar_t*>(view.data[k]) + offset[k] + col * view.strides[k][0]; };
     const std::array<const scalar_t*, Op::arity> in{at(I + 1)...};
-    if (unit_rows) {
+    const std::array<int64_t, operands> step{view.strides[0][0], view.strides[I + 1][0]...};
+    if constexpr (IsRandom<Op>::value) {
+      random_row(op, op.source.resolve(false), offset[0] + col * step[0], at(0), in, step, n, seq);
+    } else if (unit_rows) {
       run_row(op, at(0), in, std::array<UnitStride, operands>{}, n, seq);
     } else {
-      run_row(op, at(0), in, std::array<int64_t, operands>{view.strides[0][0], view.strides[I + 1][0]...}, n, seq);
+      run_row(op, at(0), in, step, n, seq);
     }
     begin += n;
     col = 0;
@@ -112,14 +136,19 @@ const char* cpu_loop_name() {
   return "baseline";
 }
 
-void cpu_activation(Activation kind, c10::ScalarType dtype, const StridedView& view) {
+template <template <typename> class F>
+void cpu_elementwise(c10::ScalarType dtype, const StridedView& view, const ArgsOf<F>& args) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dtype, "act_cpu", [&] {
-    with_functor<scalar_t>(kind, [&](auto op) {
-      at::parallel_for(0, view.numel(), kGrainSize, [&](int64_t begin, int64_t end) {
-        cpu_strided_chunk<scalar_t>(op, view, begin, end, std::make_index_sequence<decltype(op)::arity>{});
-      });
+    const auto op = make_functor<F, scalar_t>(args);
+    at::parallel_for(0, view.numel(), kGrainSize, [&](int64_t begin, int64_t end) {
+      cpu_strided_chunk<scalar_t>(op, view, begin, end, std::make_index_sequence<decltype(op)::arity>{});
     });
   });
 }
+
+#define ACT_INSTANTIATE(F) template void cpu_elementwise<F>(c10::ScalarType, const StridedView&, const ArgsOf<F>&);
+#define ACT_INSTANTIATE_OP(Op) ACT_INSTANTIATE(Op::Forward) ACT_INSTANTIATE(Op::Backward)
+ACT_ACTIVATIONS(ACT_INSTANTIATE_OP)
+ACT_RANDOM_FUNCTORS(ACT_INSTANTIATE)
 
 }  // namespace act

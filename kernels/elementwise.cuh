@@ -141,22 +141,44 @@ __device__ __forceinline__ P load_read_only(const P* p) {
   return pack;
 }
 
+// A random functor takes its element's word of the stream first; the others ignore `bits`.
 template <typename Op, typename T, size_t... I>
-__device__ __forceinline__ T apply_op(const Op& op, const T (&args)[sizeof...(I)], std::index_sequence<I...>) {
-  return static_cast<T>(op(static_cast<typename Op::acc_t>(args[I])...));
+__device__ __forceinline__ T apply_op(const Op& op, uint32_t bits, const T (&args)[sizeof...(I)],
+                                      std::index_sequence<I...>) {
+  if constexpr (IsRandom<Op>::value) {
+    return static_cast<T>(op(bits, static_cast<typename Op::acc_t>(args[I])...));
+  } else {
+    return static_cast<T>(op(static_cast<typename Op::acc_t>(args[I])...));
+  }
+}
+
+struct NoStream {};
+
+// A random functor's stream, resolved once per thread (the first thread records it for the backward).
+template <typename Op>
+__device__ __forceinline__ auto stream_of(const Op& op, bool first_thread) {
+  if constexpr (IsRandom<Op>::value) {
+    return op.source.resolve(first_thread);
+  } else {
+    return NoStream{};
+  }
 }
 
 // out = op(inputs) over `n` packs of VEC elements and `n_singles` single elements. Operand 0 of
-// `ptr` is the output.
+// `ptr` is the output. A random op's element draws the word numbered by the element's offset in the
+// output plus `index_base` (where this launch's part of the output starts), so the forward and a
+// backward whose output is laid out alike draw the same words, whatever the other operands' layouts.
 template <int VEC, int UNROLL, typename T, typename Op, int D>
 __global__ void __launch_bounds__(kThreads)
 strided_activation_kernel(Op op, Pointers<T, Op::arity + 1> ptr, Rows<Op::arity + 1, D> rows, uint32_t n_packs,
-                          uint32_t n_singles) {
+                          uint32_t n_singles, int64_t index_base) {
   constexpr int arity = Op::arity;
+  constexpr bool random = IsRandom<Op>::value;
   using Seq = std::make_index_sequence<arity>;
   using P = Pack<T, VEC>;
   const uint32_t thread = blockIdx.x * kThreads + threadIdx.x;
   const uint32_t threads = gridDim.x * kThreads;
+  const auto stream = stream_of(op, thread == 0);
 
   for (uint32_t s = thread; s < n_singles; s += threads) {
     const uint32_t row = D == 0 ? 0 : rows.singles.div(s);  // a dense view is one row
@@ -165,7 +187,9 @@ strided_activation_kernel(Op op, Pointers<T, Op::arity + 1> ptr, Rows<Op::arity 
     T args[arity];
 #pragma unroll
     for (int k = 0; k < arity; ++k) args[k] = load_read_only(ptr.p[k + 1] + o.v[k + 1]);
-    ptr.p[0][o.v[0]] = apply_op(op, args, Seq{});
+    uint32_t bits = 0;
+    if constexpr (random) bits = stream.word(uint64_t(index_base + o.v[0]));
+    ptr.p[0][o.v[0]] = apply_op(op, bits, args, Seq{});
   }
 
   for (uint32_t base = blockIdx.x * kThreads * UNROLL + threadIdx.x; base < n_packs; base += threads * UNROLL) {
@@ -186,13 +210,15 @@ strided_activation_kernel(Op op, Pointers<T, Op::arity + 1> ptr, Rows<Op::arity 
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       if (base + u * kThreads < n_packs) {
+        uint32_t bits[VEC] = {};
+        if constexpr (random) stream.words(uint64_t(index_base + o[u].v[0]), bits);
         P result;
 #pragma unroll
         for (int j = 0; j < VEC; ++j) {
           T args[arity];
 #pragma unroll
           for (int k = 0; k < arity; ++k) args[k] = loaded[u][k].v[j];
-          result.v[j] = apply_op(op, args, Seq{});
+          result.v[j] = apply_op(op, bits[j], args, Seq{});
         }
         *reinterpret_cast<P*>(ptr.p[0] + o[u].v[0]) = result;
       }
@@ -202,7 +228,7 @@ strided_activation_kernel(Op op, Pointers<T, Op::arity + 1> ptr, Rows<Op::arity 
 
 template <int VEC, typename T, typename Op, int D>
 void launch(Op op, Pointers<T, Op::arity + 1> ptr, const Rows<Op::arity + 1, D>& rows, int64_t n_packs,
-            int64_t n_singles, cudaStream_t stream) {
+            int64_t n_singles, int64_t index_base, cudaStream_t stream) {
   constexpr int kUnrollMid = std::max(1, kMidElements / VEC);
   constexpr int kUnroll = std::max(kUnrollLarge, kUnrollMid);
   const bool large = n_packs >= kLargePacks;
@@ -211,16 +237,18 @@ void launch(Op op, Pointers<T, Op::arity + 1> ptr, const Rows<Op::arity + 1, D>&
       std::max<int64_t>({1, (n_packs + per_block - 1) / per_block, (n_singles + kThreads - 1) / kThreads});
   const auto grid = static_cast<unsigned>(blocks);
   if (large) {
-    strided_activation_kernel<VEC, kUnroll><<<grid, kThreads, 0, stream>>>(op, ptr, rows, n_packs, n_singles);
+    strided_activation_kernel<VEC, kUnroll><<<grid, kThreads, 0, stream>>>(op, ptr, rows, n_packs, n_singles,
+                                                                        index_base);
   } else {
-    strided_activation_kernel<VEC, kUnrollMid><<<grid, kThreads, 0, stream>>>(op, ptr, rows, n_packs, n_singles);
+    strided_activation_kernel<VEC, kUnrollMid><<<grid, kThreads, 0, stream>>>(op, ptr, rows, n_packs, n_singles,
+                                                                        index_base);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // One launch over a view of at most kMaxLaunchElements elements with D + 1 dimensions or fewer.
 template <int D, typename T, typename Op>
-void launch_rows(Op op, const StridedView& view, cudaStream_t stream) {
+void launch_rows(Op op, const StridedView& view, int64_t index_base, cudaStream_t stream) {
   constexpr int N = Op::arity + 1;
   constexpr int kBytes = 16;
   constexpr int kVec = kBytes / sizeof(T);
@@ -248,7 +276,7 @@ void launch_rows(Op op, const StridedView& view, cudaStream_t stream) {
   if (!packs) {
     rows.packs = FastDivmod(static_cast<uint32_t>(cols));
     rows.tail = static_cast<uint32_t>(cols);
-    return launch<1>(op, ptr, rows, view.numel(), 0, stream);
+    return launch<1>(op, ptr, rows, view.numel(), 0, index_base, stream);
   }
   const int64_t head = (kBytes - phase(view.data[0])) % kBytes / int64_t(sizeof(T));
   const int64_t row_packs = (cols - head) / kVec;
@@ -257,16 +285,16 @@ void launch_rows(Op op, const StridedView& view, cudaStream_t stream) {
   rows.tail = static_cast<uint32_t>(head + row_packs * kVec);
   rows.packs = FastDivmod(static_cast<uint32_t>(row_packs));
   rows.singles = FastDivmod(static_cast<uint32_t>(std::max<int64_t>(singles, 1)));
-  launch<kVec>(op, ptr, rows, n_rows * row_packs, n_rows * singles, stream);
+  launch<kVec>(op, ptr, rows, n_rows * row_packs, n_rows * singles, index_base, stream);
 }
 
 // The smallest row description that holds the view: kernel parameters and index arithmetic grow with it.
 template <typename T, typename Op>
-void launch_part(Op op, const StridedView& view, cudaStream_t stream) {
+void launch_part(Op op, const StridedView& view, int64_t index_base, cudaStream_t stream) {
   switch (view.ndim) {
-    case 1: return launch_rows<0, T>(op, view, stream);
-    case 2: return launch_rows<1, T>(op, view, stream);
-    default: return launch_rows<kMaxDims - 1, T>(op, view, stream);
+    case 1: return launch_rows<0, T>(op, view, index_base, stream);
+    case 2: return launch_rows<1, T>(op, view, index_base, stream);
+    default: return launch_rows<kMaxDims - 1, T>(op, view, index_base, stream);
   }
 }
 
@@ -296,7 +324,9 @@ void for_each_part(const StridedView& view, int64_t item_size, int operands, F&&
 
 template <typename T, typename Op>
 void strided_elementwise(Op op, const StridedView& view, cudaStream_t stream) {
-  for_each_part(view, sizeof(T), Op::arity + 1, [&](const StridedView& part) { launch_part<T>(op, part, stream); });
+  for_each_part(view, sizeof(T), Op::arity + 1, [&](const StridedView& part) {
+    launch_part<T>(op, part, (part.data[0] - view.data[0]) / int64_t(sizeof(T)), stream);
+  });
 }
 
 }  // namespace act

@@ -6,6 +6,9 @@
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/library.h>
 
+#include <string>
+
+#include "activations.h"
 #include "op_handles.h"
 
 namespace act {
@@ -47,7 +50,7 @@ at::Tensor& inplace_functionalized(at::Tensor& x) {
 template <class Op>
 at::Tensor& out_functionalized(const at::Tensor& x, at::Tensor& out) {
   if (!functionalization::isFunctionalTensor(out)) {
-    TORCH_CHECK(!functionalization::isFunctionalTensor(x), Op::forward,
+    TORCH_CHECK(!functionalization::isFunctionalTensor(x), "act::", Op::name,
                 ".out: cannot write a functional tensor's result into a non-functional out=");
     SkipFunctionalize skip;
     return out_op<Op>().call(x, out);
@@ -61,13 +64,19 @@ at::Tensor& out_functionalized(const at::Tensor& x, at::Tensor& out) {
   return out;
 }
 
+template <class Op>
+void register_functionalization(torch::Library& m) {
+  const std::string name = Op::name;
+  m.impl((name + "_").c_str(), &inplace_functionalized<Op>);
+  m.impl((name + ".out").c_str(), &out_functionalized<Op>);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(act, Functionalize, m) {
-  m.impl("selu_", &inplace_functionalized<Selu>);
-  m.impl("selu.out", &out_functionalized<Selu>);
-  m.impl("relu_", &inplace_functionalized<Relu>);
-  m.impl("relu.out", &out_functionalized<Relu>);
+#define ACT_REGISTER_FUNCTIONALIZATION(Op) register_functionalization<Op>(m);
+  ACT_ACTIVATIONS(ACT_REGISTER_FUNCTIONALIZATION)
+#undef ACT_REGISTER_FUNCTIONALIZATION
 }
 
 }  // namespace act

@@ -1,7 +1,10 @@
 // The `act` operator schemas and their CPU/CUDA kernels: argument checks, output allocation,
-// and describing the operands' layout to the backends.
+// and describing the operands' layout to the backends. Every activation of activations.h's list gets
+// its forward, in-place, out= and backward ops from the templates here; selu_alpha_dropout follows.
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/core/ScalarType.h>
 #include <c10/util/ArrayRef.h>
@@ -9,32 +12,29 @@
 #include <torch/library.h>
 
 #include <cstdlib>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "backends.h"
+#include "op_handles.h"
 
 namespace act {
 namespace {
-
-const char* op_name(Activation kind) {
-  switch (kind) {
-    case Activation::selu_forward: return "act.selu";
-    case Activation::selu_backward: return "act.selu_backward";
-    case Activation::relu_forward: return "act.relu";
-    case Activation::relu_backward: return "act.relu_backward";
-  }
-  return "act";
-}
 
 // "torch.int64", as Python prints a dtype: the same words whether the check fails here or in the fake
 // kernel under torch.compile (streaming a ScalarType would say "Long").
 std::string dtype_name(c10::ScalarType dtype) { return "torch." + std::string(c10::getDtypeNames(dtype).first); }
 
-void check_dtype(Activation kind, const at::Tensor& t, const char* arg) {
+// "act.selu": how errors name an op (its in-place and out= forms go by the same name).
+std::string op_name(const char* name, const char* suffix = "") { return std::string("act.") + name + suffix; }
+
+void check_dtype(const std::string& op, const at::Tensor& t, const char* arg) {
   const auto dtype = t.scalar_type();
   TORCH_CHECK_TYPE(dtype == at::kFloat || dtype == at::kDouble || dtype == at::kHalf || dtype == at::kBFloat16,
-                   op_name(kind), ": expected ", arg, " of dtype float32, float64, float16 or bfloat16, but got ",
+                   op, ": expected ", arg, " of dtype float32, float64, float16 or bfloat16, but got ",
                    dtype_name(dtype));
 }
 
@@ -47,13 +47,13 @@ std::string shape_str(c10::IntArrayRef sizes) {
 }
 
 // `t` must match `like` in device, dtype and shape: the ops neither broadcast, cast nor resize.
-void check_matches(Activation kind, const at::Tensor& t, const char* arg, const at::Tensor& like,
+void check_matches(const std::string& op, const at::Tensor& t, const char* arg, const at::Tensor& like,
                    const char* like_arg) {
-  TORCH_CHECK(t.device() == like.device(), op_name(kind), ": expected ", arg, " on the device of ", like_arg, " (",
+  TORCH_CHECK(t.device() == like.device(), op, ": expected ", arg, " on the device of ", like_arg, " (",
               like.device(), "), but got ", t.device());
-  TORCH_CHECK_TYPE(t.scalar_type() == like.scalar_type(), op_name(kind), ": expected ", arg, " of the dtype of ",
+  TORCH_CHECK_TYPE(t.scalar_type() == like.scalar_type(), op, ": expected ", arg, " of the dtype of ",
                    like_arg, " (", dtype_name(like.scalar_type()), "), but got ", dtype_name(t.scalar_type()));
-  TORCH_CHECK(t.sizes() == like.sizes(), op_name(kind), ": expected ", arg, " of the shape of ", like_arg, " ",
+  TORCH_CHECK(t.sizes() == like.sizes(), op, ": expected ", arg, " of the shape of ", like_arg, " ",
               shape_str(like.sizes()), ", but got ", shape_str(t.sizes()));
 }
 
@@ -107,92 +107,174 @@ bool make_view(const at::Tensor& out, c10::ArrayRef<at::Tensor> inputs, StridedV
   return true;
 }
 
-void run_view(Activation kind, const at::Tensor& out, const StridedView& view) {
+template <template <typename> class F>
+void run_view(const at::Tensor& out, const StridedView& view, const ArgsOf<F>& args) {
 #ifdef ACT_WITH_CUDA
-  if (out.is_cuda()) return cuda_activation(kind, out.scalar_type(), out.device(), view);
+  if (out.is_cuda()) return cuda_elementwise<F>(out.scalar_type(), out.device(), view, args);
 #endif
-  TORCH_CHECK(out.is_cpu(), op_name(kind), ": tensors on ", out.device(), " are not supported by this build");
-  cpu_activation(kind, out.scalar_type(), view);
+  cpu_elementwise<F>(out.scalar_type(), view, args);
 }
 
-// out = kind(inputs...), in one pass over any layouts: each operand is read and written where it
+// out = F(inputs...), in one pass over any layouts: each operand is read and written where it
 // lies, with no staging copies. Only a layout of more than kMaxDims unmergeable dimensions goes
-// through dense copies.
-void run(Activation kind, const at::Tensor& out, std::initializer_list<at::Tensor> operands) {
+// through dense copies. The dispatcher brings only CPU tensors, and CUDA ones in a CUDA build.
+template <template <typename> class F>
+void run(const at::Tensor& out, std::initializer_list<at::Tensor> operands, const ArgsOf<F>& args = {}) {
   if (out.numel() == 0) return;
   StridedView view;
-  if (make_view(out, operands, view)) return run_view(kind, out, view);
+  if (make_view(out, operands, view)) return run_view<F>(out, view, args);
   const at::Tensor dense_out = at::empty_like(out, at::MemoryFormat::Contiguous);
   c10::SmallVector<at::Tensor, 2> inputs;
   for (const auto& input : operands) inputs.push_back(input.contiguous());
   TORCH_INTERNAL_ASSERT(make_view(dense_out, inputs, view));
-  run_view(kind, dense_out, view);
+  run_view<F>(dense_out, view, args);
   out.copy_(dense_out);
 }
 
-template <Activation kind>
+template <class Op>
 at::Tensor forward(const at::Tensor& x) {
-  check_dtype(kind, x, "x");
+  check_dtype(op_name(Op::name), x, "x");
   at::Tensor out = at::empty_like(x);
-  run(kind, out, {x});
+  run<Op::template Forward>(out, {x});
   return out;
 }
 
-template <Activation kind>
+template <class Op>
 at::Tensor& forward_(at::Tensor& x) {
-  check_dtype(kind, x, "x");
+  check_dtype(op_name(Op::name), x, "x");
   at::assert_no_internal_overlap(x);
-  run(kind, x, {x});
+  run<Op::template Forward>(x, {x});
   return x;
 }
 
-template <Activation kind>
+template <class Op>
 at::Tensor& forward_out(const at::Tensor& x, at::Tensor& out) {
-  check_dtype(kind, x, "x");
-  check_matches(kind, out, "out", x, "x");
+  const std::string op = op_name(Op::name);
+  check_dtype(op, x, "x");
+  check_matches(op, out, "out", x, "x");
   at::assert_no_internal_overlap(out);
   at::assert_no_partial_overlap(out, x);
-  run(kind, out, {x});
+  run<Op::template Forward>(out, {x});
   return out;
 }
 
-template <Activation kind>
+template <class Op>
 at::Tensor backward(const at::Tensor& grad_output, const at::Tensor& result) {
-  check_dtype(kind, result, "result");
-  check_matches(kind, grad_output, "grad_output", result, "result");
+  const std::string op = op_name(Op::name, "_backward");
+  check_dtype(op, result, "result");
+  check_matches(op, grad_output, "grad_output", result, "result");
   at::Tensor grad_input = at::empty_like(result);
-  run(kind, grad_input, {grad_output, result});
+  run<Op::template Backward>(grad_input, {grad_output, result});
   return grad_input;
 }
 
+template <class Op>
+void define(torch::Library& m) {
+  const std::string name = Op::name;
+  m.def((name + "(Tensor x) -> Tensor").c_str());
+  m.def((name + "_(Tensor(a!) x) -> Tensor(a!)").c_str());
+  m.def((name + ".out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)").c_str());
+  m.def((name + "_backward(Tensor grad_output, Tensor result) -> Tensor").c_str());
+}
+
+template <class Op>
 void register_kernels(torch::Library& m) {
-  m.impl("selu", &forward<Activation::selu_forward>);
-  m.impl("selu_", &forward_<Activation::selu_forward>);
-  m.impl("selu.out", &forward_out<Activation::selu_forward>);
-  m.impl("selu_backward", &backward<Activation::selu_backward>);
-  m.impl("relu", &forward<Activation::relu_forward>);
-  m.impl("relu_", &forward_<Activation::relu_forward>);
-  m.impl("relu.out", &forward_out<Activation::relu_forward>);
-  m.impl("relu_backward", &backward<Activation::relu_backward>);
+  const std::string name = Op::name;
+  m.impl(name.c_str(), &forward<Op>);
+  m.impl((name + "_").c_str(), &forward_<Op>);
+  m.impl((name + ".out").c_str(), &forward_out<Op>);
+  m.impl((name + "_backward").c_str(), &backward<Op>);
+}
+
+// selu_alpha_dropout: SELU, then AlphaDropout in train mode, in one pass. The train-mode forward
+// draws a (seed, offset) pair and returns it beside the result; the backward replays the mask from it.
+void check_probability(const std::string& op, double p) {
+  TORCH_CHECK_VALUE(p >= 0 && p <= 1, op, ": expected p in [0, 1], but got ", p);
+}
+
+std::tuple<at::Tensor, at::Tensor> selu_alpha_dropout_train(const at::Tensor& x, double p,
+                                                             std::optional<at::Generator> generator) {
+  const std::string op = op_name("selu_alpha_dropout");
+  check_dtype(op, x, "x");
+  check_probability(op, p);
+  at::Tensor out = at::empty_like(x);
+  at::Tensor rng_state = at::empty({2}, x.options().dtype(at::kLong));
+  PhiloxSource source;
+  if (x.is_cpu()) {
+    auto* gen = at::get_generator_or_default<at::CPUGeneratorImpl>(generator, at::detail::getDefaultCPUGenerator());
+    int64_t* pair = rng_state.mutable_data_ptr<int64_t>();
+    {
+      const std::lock_guard<std::mutex> lock(gen->mutex_);
+      pair[0] = static_cast<int64_t>(gen->random64());  // no Philox offset on the CPU: a fresh key per call
+    }
+    pair[1] = 0;
+    source.recorded = pair;
+  }
+#ifdef ACT_WITH_CUDA
+  if (x.is_cuda()) {
+    source.state = cuda_philox_state(generator, x.device(), 4);  // one Philox block (4 words) per element group
+    source.record = rng_state.mutable_data_ptr<int64_t>();
+    if (x.numel() == 0) rng_state.zero_();  // no kernel runs to record it
+  }
+#endif
+  run<SeluAlphaDropoutForward>(out, {x}, alpha_dropout_args(p, source));
+  return {out, rng_state};
+}
+
+at::Tensor selu_alpha_dropout_backward(const at::Tensor& grad_output, const at::Tensor& x,
+                                       const at::Tensor& rng_state, double p) {
+  const std::string op = op_name("selu_alpha_dropout_backward");
+  check_dtype(op, x, "x");
+  check_matches(op, grad_output, "grad_output", x, "x");
+  check_probability(op, p);
+  TORCH_CHECK(rng_state.scalar_type() == at::kLong && rng_state.numel() == 2 && rng_state.is_contiguous() &&
+                  rng_state.device() == x.device(),
+              op, ": expected rng_state as the forward returned it (2 contiguous torch.int64 on the device of x), ",
+              "but got ", dtype_name(rng_state.scalar_type()), " of shape ", shape_str(rng_state.sizes()), " on ",
+              rng_state.device());
+  // Laid out as the forward's result (empty_like(x) both), so each element replays the word it drew.
+  at::Tensor grad_input = at::empty_like(x);
+  PhiloxSource source;
+  source.recorded = rng_state.const_data_ptr<int64_t>();
+  run<SeluAlphaDropoutBackward>(grad_input, {grad_output, x}, alpha_dropout_args(p, source));
+  return grad_input;
+}
+
+// Train mode draws the mask; eval mode, or p = 0, is SELU.
+at::Tensor selu_alpha_dropout(const at::Tensor& x, double p, bool train, std::optional<at::Generator> generator) {
+  const std::string op = op_name("selu_alpha_dropout");
+  check_dtype(op, x, "x");
+  check_probability(op, p);
+  if (!train || p == 0) return forward_op<Selu>().call(x);
+  return std::get<0>(selu_alpha_dropout_train_op().call(x, p, std::move(generator)));
+}
+
+void register_all_kernels(torch::Library& m) {
+#define ACT_REGISTER(Op) register_kernels<Op>(m);
+  ACT_ACTIVATIONS(ACT_REGISTER)
+#undef ACT_REGISTER
+  m.impl("_selu_alpha_dropout", &selu_alpha_dropout_train);
+  m.impl("selu_alpha_dropout_backward", &selu_alpha_dropout_backward);
 }
 
 }  // namespace
 
 TORCH_LIBRARY(act, m) {
-  m.def("selu(Tensor x) -> Tensor");
-  m.def("selu_(Tensor(a!) x) -> Tensor(a!)");
-  m.def("selu.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)");
-  m.def("selu_backward(Tensor grad_output, Tensor result) -> Tensor");
-  m.def("relu(Tensor x) -> Tensor");
-  m.def("relu_(Tensor(a!) x) -> Tensor(a!)");
-  m.def("relu.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)");
-  m.def("relu_backward(Tensor grad_output, Tensor result) -> Tensor");
+#define ACT_DEFINE(Op) define<Op>(m);
+  ACT_ACTIVATIONS(ACT_DEFINE)
+#undef ACT_DEFINE
+  m.def("selu_alpha_dropout(Tensor x, float p, bool train, *, Generator? generator=None) -> Tensor");
+  m.def("_selu_alpha_dropout(Tensor x, float p, *, Generator? generator=None) -> (Tensor result, Tensor rng_state)",
+        {at::Tag::nondeterministic_seeded});
+  m.def("selu_alpha_dropout_backward(Tensor grad_output, Tensor x, Tensor rng_state, float p) -> Tensor");
 }
 
-TORCH_LIBRARY_IMPL(act, CPU, m) { register_kernels(m); }
+TORCH_LIBRARY_IMPL(act, CompositeImplicitAutograd, m) { m.impl("selu_alpha_dropout", &selu_alpha_dropout); }
+
+TORCH_LIBRARY_IMPL(act, CPU, m) { register_all_kernels(m); }
 
 #ifdef ACT_WITH_CUDA
-TORCH_LIBRARY_IMPL(act, CUDA, m) { register_kernels(m); }
+TORCH_LIBRARY_IMPL(act, CUDA, m) { register_all_kernels(m); }
 #endif
 
 }  // namespace act

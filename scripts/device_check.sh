@@ -5,12 +5,13 @@
 #   sanitize: compute-sanitizer memcheck, racecheck and initcheck over scripts/sanitizer_cases.py
 #   bench:    the main job, the benchmark (mid sizes, large sizes, the strided and chunk layouts)
 #   fusion:   the torch.compile fusion benchmark
-#   all:      all four (longer than one 10-minute device call: run the stages as calls on a warm machine)
+#   snn:      the fused SELU + AlphaDropout benchmark rows (and memory), and the SNN example on the GPU
+#   all:      all five (longer than one 10-minute device call: run the stages as calls on a warm machine)
 # The build is skipped when the extension is newer than every source it is built from.
 set -uo pipefail
 stage=${1:-all}
 [ $# -gt 0 ] && shift
-case "$stage" in all|test|sanitize|bench|fusion) ;; *) echo "unknown stage: $stage (all, test, sanitize, bench or fusion)"; exit 2 ;; esac
+case "$stage" in all|test|sanitize|bench|fusion|snn) ;; *) echo "unknown stage: $stage (all, test, sanitize, bench, fusion or snn)"; exit 2 ;; esac
 OUT=${OUT:-device-logs}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 ACT_EXPECT_CUDA_BUILD=1
@@ -81,6 +82,14 @@ fusion_stage() {
     tail -3 /tmp/bench_fusion.err
 }
 
+snn_stage() {
+    echo "== benchmark: selu_alpha_dropout (train, p = 0.1) against alpha_dropout(selu(x)), eager and compiled"
+    python3 -m activations_ext.bench --ops selu_alpha_dropout selu_alpha_dropout+bwd --sizes 2^24 2^28 \
+        --dtypes bfloat16 float32 --quiet --json "$OUT/bench_snn.json" 2>&1 | tee "$OUT/bench_snn.txt"
+    echo "== examples/snn.py on the GPU"
+    python3 examples/snn.py --device cuda --check 2>&1 | tail -30
+}
+
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
 build
 case "$stage" in
@@ -88,5 +97,6 @@ case "$stage" in
     sanitize) sanitize_stage ;;
     bench) bench_stage ;;
     fusion) fusion_stage ;;
-    all) test_stage "$@"; sanitize_stage; bench_stage; fusion_stage ;;
+    snn) snn_stage ;;
+    all) test_stage "$@"; sanitize_stage; bench_stage; fusion_stage; snn_stage ;;
 esac

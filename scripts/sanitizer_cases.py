@@ -1,5 +1,5 @@
-"""CUDA work for compute-sanitizer: every op, form and dtype on odd sizes, unaligned and strided views, rows and
-empty tensors.
+"""CUDA work for compute-sanitizer: every op (selu_alpha_dropout's forward and backward too), form and dtype on
+odd sizes, unaligned and strided views, rows and empty tensors.
 
 Run it under memcheck, racecheck and initcheck (scripts/device_check.sh does); it also checks results, so a
 sanitizer-clean run that computes wrong values still fails.
@@ -10,6 +10,7 @@ from collections.abc import Callable
 import torch
 
 import activations_ext  # noqa: F401  (registers the ops)
+from activations_ext.catalog import alpha_dropout_dropped_value
 
 SIZES = [0, 1, 3, 7, 9, 33, 4099]
 
@@ -52,6 +53,11 @@ def main() -> None:
                         torch.testing.assert_close(t, reference, rtol=2e-2, atol=1e-5)
                     assert grad.shape == x.shape
                     checked += 1
+                # The random op: its backward replays the forward's mask (zero gradient exactly where it dropped).
+                y, state = torch.ops.act._selu_alpha_dropout(x, 0.3)
+                grad = torch.ops.act.selu_alpha_dropout_backward(torch.ones_like(x), x, state, 0.3)
+                assert torch.equal(grad == 0, y == alpha_dropout_dropped_value(0.3, dtype).cuda())
+                checked += 1
     torch.cuda.synchronize()
     print(f"sanitizer cases: {checked} views x ops checked")
 

@@ -13,8 +13,9 @@ if not glob.glob(os.path.join(_CHECKOUT, "activations_ext", "_C*")):
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _CHECKOUT]
 
 import activations_ext  # noqa: E402, F401  (registers the ops)
+from activations_ext.catalog import ACTIVATIONS  # noqa: E402
 from activations_ext.numerics import DTYPES, SELU_ALPHA, SELU_SCALE  # noqa: E402, F401  (DTYPES: for the tests)
-from activations_ext.numerics import selu_reference as selu_ref  # noqa: E402
+from activations_ext.numerics import selu_reference as selu_ref  # noqa: E402, F401  (for the tests)
 
 HAS_CUDA = torch.cuda.is_available()
 requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU visible")
@@ -24,30 +25,12 @@ DEVICES = ["cpu", pytest.param("cuda", marks=requires_cuda)]
 # One rounding of the result in each dtype, plus a little for float32's expm1.
 RTOL = {torch.float64: 1e-14, torch.float32: 3e-7, torch.float16: 1e-3, torch.bfloat16: 8e-3}
 
-
-def relu_ref(x: torch.Tensor) -> torch.Tensor:
-    x = x.double()
-    return torch.where(x > 0, x, 0.0)
-
-
-def selu_backward_ref(grad: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
-    g, r = grad.double(), result.double()
-    return torch.where(r > 0, g * SELU_SCALE, g * (r + SELU_SCALE * SELU_ALPHA))
-
-
-def relu_backward_ref(grad: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
-    g, r = grad.double(), result.double()
-    return torch.where(r > 0, g, 0.0)
-
-
+# Per activation: (forward op, in-place op, float64 reference) and (backward op, float64 reference).
 FORWARD = {
-    "selu": (torch.ops.act.selu, torch.ops.act.selu_, selu_ref),
-    "relu": (torch.ops.act.relu, torch.ops.act.relu_, relu_ref),
+    name: (getattr(torch.ops.act, name), getattr(torch.ops.act, f"{name}_"), a.reference)
+    for name, a in ACTIVATIONS.items()
 }
-BACKWARD = {
-    "selu": (torch.ops.act.selu_backward, selu_backward_ref),
-    "relu": (torch.ops.act.relu_backward, relu_backward_ref),
-}
+BACKWARD = {name: (getattr(torch.ops.act, f"{name}_backward"), a.backward_reference) for name, a in ACTIVATIONS.items()}
 
 
 def assert_matches(

@@ -25,8 +25,11 @@ def test_public_api():
     assert set(activations_ext.__all__) == {
         "SELU",
         "ReLU",
+        "SELUAlphaDropout",
+        "init",
         "relu",
         "selu",
+        "selu_alpha_dropout",
         "set_inductor_fusion",
         "inductor_fusion_enabled",
     }

@@ -71,7 +71,15 @@ def checks(rank: int) -> None:
             ):
                 getattr(torch.ops.act, op + "_backward")(g, result)
         compiled_checks(dx, x)
+        dropout_checks(dx, x)
     cross_mesh_checks(mesh, x)
+
+
+def dropout_checks(dx, x: torch.Tensor) -> None:
+    """selu_alpha_dropout: SELU in eval mode on any placement; in train mode a clear refusal."""
+    torch.testing.assert_close(torch.ops.act.selu_alpha_dropout(dx, 0.1, False).full_tensor(), torch.selu(x))
+    with pytest.raises(RuntimeError, match="act.selu_alpha_dropout: train mode does not take a DTensor"):
+        torch.ops.act.selu_alpha_dropout(dx, 0.1, True)
 
 
 def compiled_checks(dx, x: torch.Tensor) -> None:

@@ -4,10 +4,12 @@ import pytest
 import torch
 from conftest import DTYPES, random_data
 
+from activations_ext.catalog import ACTIVATIONS
+
 
 def cases(device, dtype):
     x = random_data((5, 33), dtype, device)
-    for op in ("selu", "relu"):
+    for op in ACTIVATIONS:
         packet = getattr(torch.ops.act, op)
         yield packet.default, (x.clone().requires_grad_(),), {}
         yield packet.default, (x.t(),), {}
@@ -16,6 +18,18 @@ def cases(device, dtype):
         result = packet.default(x)
         grad = random_data((5, 33), dtype, device, seed=3)
         yield getattr(torch.ops.act, op + "_backward").default, (grad.requires_grad_(), result.requires_grad_()), {}
+    act = torch.ops.act
+    for train in (True, False):
+        yield act.selu_alpha_dropout.default, (x.clone().requires_grad_(), 0.2, train), {}
+    yield act._selu_alpha_dropout.default, (x.clone().requires_grad_(), 0.2), {}
+    yield act._selu_alpha_dropout.default, (x.t(), 0.5), {}
+    _, rng_state = act._selu_alpha_dropout(x, 0.2)
+    grad = random_data((5, 33), dtype, device, seed=3)
+    yield (
+        act.selu_alpha_dropout_backward.default,
+        (grad.requires_grad_(), x.clone().requires_grad_(), rng_state, 0.2),
+        {},
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -37,7 +51,7 @@ def test_fake_kernels_give_the_real_outputs_metadata(device, dtype):
 
     x = random_data((6, 10), dtype, device).t()
     grad = random_data((10, 6), dtype, device, seed=1)
-    for op in ("selu", "relu"):
+    for op in ACTIVATIONS:
         forward, inplace, backward = (getattr(torch.ops.act, op + suffix) for suffix in ("", "_", "_backward"))
         calls = {
             "forward": lambda t, g, forward=forward: forward(t),

@@ -1,0 +1,140 @@
+"""The act ops as the Python side knows them, each once.
+
+The C++ side lists the elementwise activations in ``ACT_ACTIVATIONS`` (kernels/activations.h), from which every
+one gets its schemas (``name``, ``name_``, ``name.out``, ``name_backward``), kernels, autograd and
+functionalization. Here each has one ``Activation`` record, from which the fake kernels (``_fake``), the DTensor
+rules (``_sharding``), the ulp table (``numerics``), the benchmark rows (``bench``) and the tests' references
+follow. ``tests/test_opcheck.py`` holds the two lists to each other: every registered op must be checked.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+# The storage types every op takes; 16-bit types compute in float32.
+DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+# torch.selu's constants.
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu_reference(x: torch.Tensor) -> torch.Tensor:
+    """SELU in float64, with ``expm1`` on the negative branch."""
+    x = x.double()
+    return torch.where(x > 0, SELU_SCALE * x, SELU_SCALE * SELU_ALPHA * torch.expm1(x))
+
+
+def selu_backward_reference(grad: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
+    """d selu / dx times ``grad`` in float64, from the forward's result."""
+    g, r = grad.double(), result.double()
+    return torch.where(r > 0, g * SELU_SCALE, g * (r + SELU_SCALE * SELU_ALPHA))
+
+
+def relu_reference(x: torch.Tensor) -> torch.Tensor:
+    """ReLU in float64 (NaN passes through)."""
+    return x.double().clamp_min(0)
+
+
+def relu_backward_reference(grad: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
+    """threshold_backward's rule in float64: the gradient where the result is > 0."""
+    g, r = grad.double(), result.double()
+    return torch.where(r > 0, g, 0.0)
+
+
+@dataclass(frozen=True)
+class Activation:
+    """One elementwise activation: its float64 math and torch's own implementation of it.
+
+    Attributes:
+        name: the op's name in ``torch.ops.act`` (and ``ACT_ACTIVATIONS``).
+        reference: the forward in float64.
+        backward_reference: ``name_backward(grad, result)`` in float64.
+        torch_forward: torch's op, as the benchmark's and the main job's comparison.
+        torch_backward: ATen's backward kernel taking ``(grad_output, result)``.
+        ulp_bound: the largest error the kernels may make, in ulps of the 16-bit types and of float32/float64
+            (``numerics.max_ulp_errors`` measures it; ``name_backward`` in ulps of its cancelled terms).
+        backward_scale: for ulp bounds of the backward, the size of the terms it cancels (None: its result).
+    """
+
+    name: str
+    reference: Callable[[torch.Tensor], torch.Tensor]
+    backward_reference: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    torch_forward: Callable[[torch.Tensor], torch.Tensor]
+    torch_backward: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    ulp_bound: tuple[float, float]  # (16-bit types, float32 and float64)
+    backward_scale: Callable[[torch.Tensor], torch.Tensor] | None = None
+
+    def bound(self, dtype: torch.dtype) -> float:
+        """The ulp bound for results in ``dtype``."""
+        return self.ulp_bound[0] if dtype.itemsize == 2 else self.ulp_bound[1]
+
+
+ACTIVATIONS = {
+    a.name: a
+    for a in (
+        Activation(
+            "selu",
+            selu_reference,
+            selu_backward_reference,
+            torch.selu,
+            lambda g, r: torch.ops.aten.elu_backward(g, SELU_ALPHA, SELU_SCALE, 1.0, True, r),
+            # float32/float64: expm1's error; 16-bit: one rounding of the float32 result.
+            ulp_bound=(1.0, 2.0),
+            # Near saturation selu_backward cancels the result against alpha * scale, as elu_backward does.
+            backward_scale=lambda g: g.double() * SELU_SCALE * SELU_ALPHA,
+        ),
+        Activation(
+            "relu",
+            relu_reference,
+            relu_backward_reference,
+            torch.relu,
+            lambda g, r: torch.ops.aten.threshold_backward(g, r, 0),
+            ulp_bound=(0.0, 0.0),
+        ),
+    )
+}
+
+
+# selu_alpha_dropout: SELU, then torch.nn.functional.alpha_dropout in train mode, in one op.
+# Its ulp bounds, (16-bit types, float32 and float64), against the float64 math for the same mask: the 16-bit
+# types within one rounding; the forward within SELU's 2 ulps and the roundings of a * s and of the bias added
+# (in ulps of the larger of the result and a * s, the terms it may cancel); the backward within exp's error and
+# the roundings of its three products.
+SELU_ALPHA_DROPOUT_ULP_BOUNDS = {"forward": (1.0, 3.0), "backward": (1.0, 4.0)}
+
+
+def alpha_dropout_dropped_value(p: float, dtype: torch.dtype) -> torch.Tensor:
+    """The value every dropped element takes in ``dtype``: b_drop folded in the compute type as torch folds it,
+    (mask - 1) * (alpha' a) + alpha' a p, and rounded; at p = 1, v * 0 (-0.0 here, for v < 0)."""
+    if p == 1:
+        return torch.tensor(-0.0, dtype=dtype)
+    a, b_keep, _ = alpha_dropout_constants(p)
+    compute = torch.float64 if dtype == torch.float64 else torch.float32
+    alpha_a = torch.tensor(SELU_ALPHA * SELU_SCALE * a, dtype=compute)
+    return (-alpha_a + torch.tensor(b_keep, dtype=compute)).to(dtype)
+
+
+def alpha_dropout_constants(p: float) -> tuple[float, float, float]:
+    """(a, b_keep, b_drop) in float64: alpha dropout maps a kept value v to a * v + b_keep and a dropped one to
+    b_drop, with torch.nn.functional.alpha_dropout's constants (alpha' = alpha * scale, SELU's saturation)."""
+    alpha = SELU_ALPHA * SELU_SCALE
+    a = 1 / ((alpha * alpha * p + 1) * (1 - p)) ** 0.5
+    return a, alpha * a * p, alpha * a * (p - 1)
+
+
+def selu_alpha_dropout_reference(x: torch.Tensor, kept: torch.Tensor, p: float) -> torch.Tensor:
+    """The forward in float64, for the mask ``kept``."""
+    a, b_keep, b_drop = alpha_dropout_constants(p)
+    return torch.where(kept, a * selu_reference(x) + b_keep, b_drop)
+
+
+def selu_alpha_dropout_backward_reference(
+    grad: torch.Tensor, x: torch.Tensor, kept: torch.Tensor, p: float
+) -> torch.Tensor:
+    """The gradient with respect to x in float64, for the mask ``kept``."""
+    a, _, _ = alpha_dropout_constants(p)
+    x = x.double()
+    slope = torch.where(x > 0, SELU_SCALE, SELU_SCALE * SELU_ALPHA * torch.exp(x))
+    return torch.where(kept, grad.double() * a * slope, 0.0)

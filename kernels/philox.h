@@ -1,0 +1,102 @@
+#pragma once
+// The counter-based random stream of the random ops, shared by the CPU loop and the CUDA launcher:
+// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011). An element's
+// random word depends only on (seed, offset, its index), so the backward replays the forward's mask
+// from the saved pair alone, and no mask is stored.
+
+#include <ATen/cuda/PhiloxCudaState.h>
+#include <c10/macros/Macros.h>
+
+#include <stdint.h>
+
+namespace act {
+
+// The 32-bit words of one call's stream. Word i is word i % 4 of the Philox block at counter
+// (offset / 4, i / 4) under key `seed`: the block that curand_init(seed, i / 4, offset) starts with,
+// the layout torch's own CUDA random kernels use. A call that reserves an increment of 4 from the
+// generator (philox_cuda_state(4)) therefore shares no block with any other call.
+struct PhiloxStream {
+  uint64_t seed = 0, offset = 0;
+
+  struct Block {
+    uint32_t v[4];
+  };
+
+  C10_HOST_DEVICE static uint32_t mulhilo(uint32_t a, uint32_t b, uint32_t& hi) {
+#ifdef __CUDA_ARCH__
+    hi = __umulhi(a, b);
+    return a * b;
+#else
+    const uint64_t product = uint64_t(a) * b;
+    hi = uint32_t(product >> 32);
+    return uint32_t(product);
+#endif
+  }
+
+  C10_HOST_DEVICE Block block(uint64_t j) const {
+    const uint64_t base = offset / 4;
+    uint32_t c[4] = {uint32_t(base), uint32_t(base >> 32), uint32_t(j), uint32_t(j >> 32)};
+    uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
+#pragma unroll
+    for (int round = 0; round < 10; ++round) {
+      uint32_t hi0, hi1;
+      const uint32_t lo0 = mulhilo(0xD2511F53u, c[0], hi0);
+      const uint32_t lo1 = mulhilo(0xCD9E8D57u, c[2], hi1);
+      const uint32_t next[4] = {hi1 ^ c[1] ^ k0, lo1, hi0 ^ c[3] ^ k1, lo0};
+#pragma unroll
+      for (int w = 0; w < 4; ++w) c[w] = next[w];
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    return {{c[0], c[1], c[2], c[3]}};
+  }
+
+  // Selects rather than indexes, so that a run-time word number keeps the block in registers.
+  C10_HOST_DEVICE static uint32_t pick(const Block& b, uint32_t w) {
+    return w == 0 ? b.v[0] : w == 1 ? b.v[1] : w == 2 ? b.v[2] : b.v[3];
+  }
+
+  C10_HOST_DEVICE uint32_t word(uint64_t i) const { return pick(block(i >> 2), uint32_t(i & 3)); }
+
+  // Words i .. i + N - 1, one block per four words where i is aligned to them (as 16-byte packs of a
+  // 16-byte-aligned tensor are), else word by word.
+  template <int N>
+  C10_HOST_DEVICE void words(uint64_t i, uint32_t (&w)[N]) const {
+    constexpr int kAligned = N < 4 ? N : 4;
+    if (i % kAligned != 0) {
+#pragma unroll
+      for (int n = 0; n < N; ++n) w[n] = word(i + n);
+      return;
+    }
+#pragma unroll
+    for (int b = 0; b < (N + 3) / 4; ++b) {
+      const Block words = block((i >> 2) + b);
+#pragma unroll
+      for (int n = 0; n < 4 && 4 * b + n < N; ++n) w[4 * b + n] = N < 4 ? pick(words, uint32_t(i & 3) + n) : words.v[n];
+    }
+  }
+};
+
+// Where a random op's stream comes from. A forward on CUDA passes the generator's state for the
+// launch (values, or pointers into device memory while a CUDA graph is captured), which its first
+// thread records at `record` for the backward to replay. The backward, and a forward on the CPU
+// (whose op records the pair before the loop), read the recorded pair.
+struct PhiloxSource {
+  at::PhiloxCudaState state;
+  const int64_t* recorded = nullptr;
+  int64_t* record = nullptr;
+
+  C10_HOST_DEVICE PhiloxStream resolve(bool first_thread) const {
+    if (recorded != nullptr) return {uint64_t(recorded[0]), uint64_t(recorded[1])};
+    const uint64_t seed = state.captured_ ? uint64_t(*state.seed_.ptr) : state.seed_.val;
+    const uint64_t offset =
+        state.captured_ ? uint64_t(*state.offset_.ptr) + state.offset_intragraph_ : state.offset_.val;
+    if (first_thread && record != nullptr) {
+      record[0] = int64_t(seed);
+      record[1] = int64_t(offset);
+    }
+    return {seed, offset};
+  }
+};
+
+}  // namespace act
