@@ -140,11 +140,9 @@ C10_HOST_DEVICE inline acc_t exp_nonpositive(acc_t x) {
 // torch.nn.functional.alpha_dropout in train mode, with drop probability p: a kept value v becomes
 // a * v + b_keep and a dropped one b_drop (torch computes v * 0 + b_drop: NaN stays NaN), where
 // a = 1 / sqrt((alpha'^2 p + 1)(1 - p)), b_keep = alpha' a p, b_drop = alpha' a (p - 1) and
-// alpha' = alpha * scale, SELU's negative saturation. An element is kept when its random word is
-// below keep_below, 2^32 (1 - p) rounded: probability 1 - p to within 2^-32.
+// alpha' = alpha * scale, SELU's negative saturation.
 struct AlphaDropoutArgs {
-  double keep_scale = 0, kept_bias = 0, alpha_a = 0;
-  uint32_t keep_below = 0;
+  double p = 0, keep_scale = 0, kept_bias = 0, alpha_a = 0;
   PhiloxSource source;
 };
 
@@ -152,37 +150,52 @@ struct AlphaDropoutArgs {
 // which keeps v * 0's sign.
 inline AlphaDropoutArgs alpha_dropout_args(double p, const PhiloxSource& source) {
   AlphaDropoutArgs args;
+  args.p = p;
   args.source = source;
   if (p >= 1) return args;
   constexpr double alpha = kSeluAlpha * kSeluScale;
   args.keep_scale = 1 / ::sqrt((alpha * alpha * p + 1) * (1 - p));
   args.alpha_a = alpha * args.keep_scale;
   args.kept_bias = args.alpha_a * p;
-  const double keep_below = ::nearbyint((1 - p) * 4294967296.0);
-  args.keep_below = keep_below >= 4294967295.0 ? 0xFFFFFFFFu : uint32_t(keep_below);
   return args;
 }
+
+// The mask's random words: 16 bits an element for the 16-bit types, whose forward would otherwise spend
+// more time computing Philox blocks than moving its bytes (a block is 8 such words); 32 bits for the
+// others. An element is kept when its word is below keep_below, 2^Bits (1 - p) rounded: probability
+// 1 - p to within 2^-(Bits + 1), finer than the 16-bit types resolve their own values.
+template <typename scalar_t>
+struct AlphaDropoutMask {
+  static constexpr int random_bits = sizeof(scalar_t) == 2 ? 16 : 32;
+  uint32_t keep_below;
+  PhiloxSource source;
+
+  explicit AlphaDropoutMask(const AlphaDropoutArgs& args) : keep_below(threshold(args.p)), source(args.source) {}
+
+  static uint32_t threshold(double p) {
+    const double below = ::nearbyint((1 - p) * 4294967296.0 / double(uint64_t(1) << (32 - random_bits)));
+    return below >= 4294967295.0 ? 0xFFFFFFFFu : uint32_t(below);
+  }
+  C10_HOST_DEVICE bool kept(uint32_t bits) const { return bits < keep_below; }
+};
 
 // selu(x) then alpha dropout, rounded as torch composes them: (s * (kept ? a : 0)) + bias, with the
 // bias folded in acc_t as torch's (mask - 1) * (alpha' a) + alpha' a p folds it.
 template <typename scalar_t>
-struct SeluAlphaDropoutForward {
+struct SeluAlphaDropoutForward : AlphaDropoutMask<scalar_t> {
   using acc_t = at::opmath_type<scalar_t>;
   using Args = AlphaDropoutArgs;
   static constexpr int arity = 1;
   acc_t keep_scale, kept_bias, dropped_bias;
-  uint32_t keep_below;
-  PhiloxSource source;
 
   explicit SeluAlphaDropoutForward(const Args& args)
-      : keep_scale(acc_t(args.keep_scale)),
+      : AlphaDropoutMask<scalar_t>(args),
+        keep_scale(acc_t(args.keep_scale)),
         kept_bias(acc_t(args.kept_bias)),
-        dropped_bias(args.keep_scale == 0 ? -acc_t(0) : -acc_t(args.alpha_a) + acc_t(args.kept_bias)),
-        keep_below(args.keep_below),
-        source(args.source) {}
+        dropped_bias(args.keep_scale == 0 ? -acc_t(0) : -acc_t(args.alpha_a) + acc_t(args.kept_bias)) {}
 
   C10_HOST_DEVICE acc_t operator()(uint32_t bits, acc_t x) const {
-    const bool keep = bits < keep_below;
+    const bool keep = this->kept(bits);
     return SeluForward<scalar_t>{}(x) * (keep ? keep_scale : acc_t(0)) + (keep ? kept_bias : dropped_bias);
   }
 };
@@ -191,25 +204,23 @@ struct SeluAlphaDropoutForward {
 // grad * (kept ? a : 0) * selu'(x), selu'(x) = scale for x > 0, alpha * scale * exp(x) otherwise,
 // as torch's elu_backward takes it from the input.
 template <typename scalar_t>
-struct SeluAlphaDropoutBackward {
+struct SeluAlphaDropoutBackward : AlphaDropoutMask<scalar_t> {
   using acc_t = at::opmath_type<scalar_t>;
   using Args = AlphaDropoutArgs;
   static constexpr int arity = 2;
   acc_t keep_scale;
-  uint32_t keep_below;
-  PhiloxSource source;
 
   explicit SeluAlphaDropoutBackward(const Args& args)
-      : keep_scale(acc_t(args.keep_scale)), keep_below(args.keep_below), source(args.source) {}
+      : AlphaDropoutMask<scalar_t>(args), keep_scale(acc_t(args.keep_scale)) {}
 
   C10_HOST_DEVICE acc_t operator()(uint32_t bits, acc_t grad, acc_t x) const {
     constexpr acc_t neg_coef = acc_t(kSeluAlpha) * acc_t(kSeluScale);
     const acc_t slope = x > acc_t(0) ? acc_t(kSeluScale) : neg_coef * exp_nonpositive<scalar_t>(x);
-    return grad * (bits < keep_below ? keep_scale : acc_t(0)) * slope;
+    return grad * (this->kept(bits) ? keep_scale : acc_t(0)) * slope;
   }
 };
 
-// Functors with a `source` draw one random word per element.
+// Functors with a `source` draw one random word of `random_bits` bits per element.
 template <typename Op, typename = void>
 struct IsRandom : std::false_type {};
 template <typename Op>

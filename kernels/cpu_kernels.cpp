@@ -67,22 +67,23 @@ void run_row(Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in,
 }
 
 // A random op's row, element by element: element i draws the word numbered by its offset in the output
-// (`index` for i = 0), each Philox block computed once for the four words it holds.
+// (`index` for i = 0), each Philox block computed once for the words it holds.
 template <typename scalar_t, typename Op, size_t... I>
 void random_row(const Op& op, const PhiloxStream& stream, int64_t index, scalar_t* out,
                 std::array<const scalar_t*, sizeof...(I)> in, std::array<int64_t, sizeof...(I) + 1> step, int64_t n,
                 std::index_sequence<I...>) {
   using acc_t = typename Op::acc_t;
+  constexpr int kPerBlock = 128 / Op::random_bits;
   PhiloxStream::Block block{};
   uint64_t block_index = ~uint64_t(0);
   for (int64_t i = 0; i < n; ++i) {
     const uint64_t word = uint64_t(index + i * step[0]);
-    if (word >> 2 != block_index) {
-      block_index = word >> 2;
+    if (word / kPerBlock != block_index) {
+      block_index = word / kPerBlock;
       block = stream.block(block_index);
     }
-    out[i * step[0]] = static_cast<scalar_t>(
-        op(PhiloxStream::pick(block, uint32_t(word & 3)), static_cast<acc_t>(in[I][i * step[I + 1]])...));
+    const uint32_t bits = PhiloxStream::extract<Op::random_bits>(block, uint32_t(word % kPerBlock));
+    out[i * step[0]] = static_cast<scalar_t>(op(bits, static_cast<acc_t>(in[I][i * step[I + 1]])...));
   }
 }
 

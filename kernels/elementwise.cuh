@@ -188,7 +188,7 @@ strided_activation_kernel(Op op, Pointers<T, Op::arity + 1> ptr, Rows<Op::arity 
 #pragma unroll
     for (int k = 0; k < arity; ++k) args[k] = load_read_only(ptr.p[k + 1] + o.v[k + 1]);
     uint32_t bits = 0;
-    if constexpr (random) bits = stream.word(uint64_t(index_base + o.v[0]));
+    if constexpr (random) bits = stream.template word<Op::random_bits>(uint64_t(index_base + o.v[0]));
     ptr.p[0][o.v[0]] = apply_op(op, bits, args, Seq{});
   }
 
@@ -211,7 +211,7 @@ strided_activation_kernel(Op op, Pointers<T, Op::arity + 1> ptr, Rows<Op::arity 
     for (int u = 0; u < UNROLL; ++u) {
       if (base + u * kThreads < n_packs) {
         uint32_t bits[VEC] = {};
-        if constexpr (random) stream.words(uint64_t(index_base + o[u].v[0]), bits);
+        if constexpr (random) stream.template words<Op::random_bits>(uint64_t(index_base + o[u].v[0]), bits);
         P result;
 #pragma unroll
         for (int j = 0; j < VEC; ++j) {

@@ -11,6 +11,7 @@
 #include <c10/util/SmallVector.h>
 #include <torch/library.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -189,7 +190,12 @@ void register_kernels(torch::Library& m) {
 // selu_alpha_dropout: SELU, then AlphaDropout in train mode, in one pass. The train-mode forward
 // draws a (seed, offset) pair and returns it beside the result; the backward replays the mask from it.
 void check_probability(const std::string& op, double p) {
-  TORCH_CHECK_VALUE(p >= 0 && p <= 1, op, ": expected p in [0, 1], but got ", p);
+  if (p >= 0 && p <= 1) return;
+  // Formatted here: streaming a double into the message crashed (in libstdc++'s codecvt) in builds against
+  // torch 2.11, as streaming an IntArrayRef did. %g prints it as Python does (1.5, -0.1, nan).
+  char value[32];
+  std::snprintf(value, sizeof(value), "%g", p);
+  TORCH_CHECK_VALUE(false, op, ": expected p in [0, 1], but got ", value);
 }
 
 std::tuple<at::Tensor, at::Tensor> selu_alpha_dropout_train(const at::Tensor& x, double p,

@@ -11,10 +11,11 @@
 
 namespace act {
 
-// The 32-bit words of one call's stream. Word i is word i % 4 of the Philox block at counter
-// (offset / 4, i / 4) under key `seed`: the block that curand_init(seed, i / 4, offset) starts with,
-// the layout torch's own CUDA random kernels use. A call that reserves an increment of 4 from the
-// generator (philox_cuda_state(4)) therefore shares no block with any other call.
+// One call's stream of random words, Bits (32 or 16) bits each: the 128 bits of the Philox block at
+// counter (offset / 4, j) under key `seed` give words 128 / Bits * j onwards, low bits first. Block j is
+// the one curand_init(seed, j, offset) starts with, the layout torch's own CUDA random kernels use, so a
+// call that reserves an increment of 4 from the generator (philox_cuda_state(4)) shares no block with
+// any other call.
 struct PhiloxStream {
   uint64_t seed = 0, offset = 0;
 
@@ -51,28 +52,39 @@ struct PhiloxStream {
     return {{c[0], c[1], c[2], c[3]}};
   }
 
-  // Selects rather than indexes, so that a run-time word number keeps the block in registers.
-  C10_HOST_DEVICE static uint32_t pick(const Block& b, uint32_t w) {
-    return w == 0 ? b.v[0] : w == 1 ? b.v[1] : w == 2 ? b.v[2] : b.v[3];
+  // Word k of a block. Selects rather than indexes, so that a run-time k keeps the block in registers.
+  template <int Bits>
+  C10_HOST_DEVICE static uint32_t extract(const Block& b, uint32_t k) {
+    static_assert(Bits == 32 || Bits == 16, "32- or 16-bit words");
+    const uint32_t w = Bits == 32 ? k : k >> 1;
+    const uint32_t word = w == 0 ? b.v[0] : w == 1 ? b.v[1] : w == 2 ? b.v[2] : b.v[3];
+    return Bits == 32 ? word : (word >> (16 * (k & 1))) & 0xFFFFu;
   }
 
-  C10_HOST_DEVICE uint32_t word(uint64_t i) const { return pick(block(i >> 2), uint32_t(i & 3)); }
+  template <int Bits>
+  C10_HOST_DEVICE uint32_t word(uint64_t i) const {
+    constexpr int kPerBlock = 128 / Bits;
+    return extract<Bits>(block(i / kPerBlock), uint32_t(i % kPerBlock));
+  }
 
-  // Words i .. i + N - 1, one block per four words where i is aligned to them (as 16-byte packs of a
+  // Words i .. i + N - 1: a block per 128 bits where i is aligned to them (as the 16-byte packs of a
   // 16-byte-aligned tensor are), else word by word.
-  template <int N>
+  template <int Bits, int N>
   C10_HOST_DEVICE void words(uint64_t i, uint32_t (&w)[N]) const {
-    constexpr int kAligned = N < 4 ? N : 4;
+    constexpr int kPerBlock = 128 / Bits;
+    constexpr int kAligned = N < kPerBlock ? N : kPerBlock;
     if (i % kAligned != 0) {
 #pragma unroll
-      for (int n = 0; n < N; ++n) w[n] = word(i + n);
+      for (int n = 0; n < N; ++n) w[n] = word<Bits>(i + n);
       return;
     }
 #pragma unroll
-    for (int b = 0; b < (N + 3) / 4; ++b) {
-      const Block words = block((i >> 2) + b);
+    for (int b = 0; b < (N + kPerBlock - 1) / kPerBlock; ++b) {
+      const Block words = block(i / kPerBlock + b);
 #pragma unroll
-      for (int n = 0; n < 4 && 4 * b + n < N; ++n) w[4 * b + n] = N < 4 ? pick(words, uint32_t(i & 3) + n) : words.v[n];
+      for (int n = 0; n < kPerBlock && b * kPerBlock + n < N; ++n) {
+        w[b * kPerBlock + n] = extract<Bits>(words, N < kPerBlock ? uint32_t(i % kPerBlock) + n : n);
+      }
     }
   }
 };
