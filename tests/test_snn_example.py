@@ -4,15 +4,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-import activations_ext
-
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "snn.py"
 LAYERS = 16
 
 
-@pytest.mark.skipif(not hasattr(activations_ext, "SELUAlphaDropout"), reason="needs activations_ext.SELUAlphaDropout")
 def test_snn_example_stays_normalized_and_learns():
     # Smaller than the example's defaults, to run in seconds on two CPU cores; --check's bounds still apply.
     argv = ["--check", "--layers", str(LAYERS), "--width", "128", "--steps", "300"]
