@@ -64,12 +64,25 @@ def _check_probability(op: str, p: float) -> None:
         raise ValueError(f"act.{op}: expected p in [0, 1], but got {p}")
 
 
+def _check_no_recomputation(op: str) -> None:
+    """AOTAutograd's partitioner recomputes forward ops in the backward where these settings allow it, and it
+    does not spare an op tagged nondeterministic_seeded: recomputed, this op would draw a new mask."""
+    from torch._functorch import config
+
+    if config.aggressive_recomputation or config.activation_memory_budget < 1:
+        raise RuntimeError(
+            f"act.{op}: torch._functorch.config.aggressive_recomputation or activation_memory_budget < 1 would let "
+            "torch.compile recompute this random op in the backward, with a new mask; compile it without them"
+        )
+
+
 @torch.library.register_fake("act::_selu_alpha_dropout")
 def _selu_alpha_dropout(
     x: torch.Tensor, p: float, *, generator: torch.Generator | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     _check_dtype("selu_alpha_dropout", x, "x")
     _check_probability("selu_alpha_dropout", p)
+    _check_no_recomputation("selu_alpha_dropout")
     return torch.empty_like(x), x.new_empty((2,), dtype=torch.int64)
 
 
@@ -81,9 +94,11 @@ def _selu_alpha_dropout_backward(
     _check_dtype(op, x, "x")
     _check_matches(op, grad_output, "grad_output", x, "x")
     _check_probability(op, p)
-    if not (rng_state.dtype == torch.int64 and rng_state.numel() == 2 and rng_state.device == x.device):
+    contiguous = rng_state.is_contiguous()
+    if not (rng_state.dtype == torch.int64 and rng_state.numel() == 2 and contiguous and rng_state.device == x.device):
         raise RuntimeError(
             f"act.{op}: expected rng_state as the forward returned it (2 contiguous torch.int64 on the device of x), "
-            f"but got {rng_state.dtype} of shape {list(rng_state.shape)} on {rng_state.device}"
+            f"but got {'' if contiguous else 'non-contiguous '}{rng_state.dtype} of shape {list(rng_state.shape)} "
+            f"on {rng_state.device}"
         )
     return torch.empty_like(x)

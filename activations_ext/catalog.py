@@ -106,8 +106,9 @@ SELU_ALPHA_DROPOUT_ULP_BOUNDS = {"forward": (1.0, 3.0), "backward": (1.0, 4.0)}
 
 
 def alpha_dropout_dropped_value(p: float, dtype: torch.dtype) -> torch.Tensor:
-    """The value every dropped element takes in ``dtype``: b_drop folded in the compute type as torch folds it,
-    (mask - 1) * (alpha' a) + alpha' a p, and rounded; at p = 1, v * 0 (-0.0 here, for v < 0)."""
+    """The value every dropped element takes in ``dtype``: b_drop as the kernels fold it, (mask - 1) * (alpha' a)
+    + alpha' a p in the compute type (float32 for the 16-bit types, where torch rounds each step to the dtype),
+    then rounded; at p = 1, v * 0 (-0.0 here, for v < 0)."""
     if p == 1:
         return torch.tensor(-0.0, dtype=dtype)
     a, b_keep, _ = alpha_dropout_constants(p)

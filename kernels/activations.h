@@ -162,25 +162,25 @@ inline AlphaDropoutArgs alpha_dropout_args(double p, const PhiloxSource& source)
 
 // The mask's random words: 16 bits an element for the 16-bit types, whose forward would otherwise spend
 // more time computing Philox blocks than moving its bytes (a block is 8 such words); 32 bits for the
-// others. An element is kept when its word is below keep_below, 2^Bits (1 - p) rounded: probability
-// 1 - p to within 2^-(Bits + 1), finer than the 16-bit types resolve their own values.
+// others. An element is kept when its word is below keep_below, 2^Bits (1 - p) rounded (2^Bits at
+// p = 0: every word): probability 1 - p to within 2^-(Bits + 1), finer than the 16-bit types resolve
+// their own values.
 template <typename scalar_t>
 struct AlphaDropoutMask {
   static constexpr int random_bits = sizeof(scalar_t) == 2 ? 16 : 32;
-  uint32_t keep_below;
+  using Threshold = std::conditional_t<random_bits == 16, uint32_t, uint64_t>;  // holds 2^Bits
+  Threshold keep_below;
   PhiloxSource source;
 
-  explicit AlphaDropoutMask(const AlphaDropoutArgs& args) : keep_below(threshold(args.p)), source(args.source) {}
+  explicit AlphaDropoutMask(const AlphaDropoutArgs& args)
+      : keep_below(Threshold(::nearbyint((1 - args.p) * double(uint64_t(1) << random_bits)))), source(args.source) {}
 
-  static uint32_t threshold(double p) {
-    const double below = ::nearbyint((1 - p) * 4294967296.0 / double(uint64_t(1) << (32 - random_bits)));
-    return below >= 4294967295.0 ? 0xFFFFFFFFu : uint32_t(below);
-  }
   C10_HOST_DEVICE bool kept(uint32_t bits) const { return bits < keep_below; }
 };
 
-// selu(x) then alpha dropout, rounded as torch composes them: (s * (kept ? a : 0)) + bias, with the
-// bias folded in acc_t as torch's (mask - 1) * (alpha' a) + alpha' a p folds it.
+// selu(x) then alpha dropout, in torch's order of operations: (s * (kept ? a : 0)) + bias, with the bias
+// (mask - 1) * (alpha' a) + alpha' a p folded in acc_t. torch rounds each step to the tensor's dtype, so
+// for the 16-bit types ours is the more accurate; on CUDA the multiply-add is fused.
 template <typename scalar_t>
 struct SeluAlphaDropoutForward : AlphaDropoutMask<scalar_t> {
   using acc_t = at::opmath_type<scalar_t>;
@@ -260,8 +260,8 @@ struct Relu {
 
 #define ACT_ACTIVATIONS(X) X(Selu) X(Relu)
 
-// The functors of the random ops (alpha_dropout.cpp), which the backends compile beside the
-// activations' two each.
+// The functors of the random ops (selu_alpha_dropout, in ops.cpp), which the backends compile beside
+// the activations' two each.
 #define ACT_RANDOM_FUNCTORS(X) X(SeluAlphaDropoutForward) X(SeluAlphaDropoutBackward)
 
 }  // namespace act

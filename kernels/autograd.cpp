@@ -4,6 +4,7 @@
 // and even torch::autograd::Function's generic bookkeeping costs ~30% more than this.
 #include <ATen/TensorOperators.h>
 #include <ATen/core/grad_mode.h>
+#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/where.h>
 #include <torch/csrc/autograd/VariableTypeUtils.h>
 #include <torch/csrc/autograd/function.h>
@@ -17,6 +18,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "activations.h"
 #include "op_handles.h"
@@ -166,11 +168,31 @@ at::Tensor backward_autograd(const at::Tensor& grad_output, const at::Tensor& re
   return grad_input;
 }
 
+// The input of a random op's node, as saved. A saved-tensor hook may hand a tensor back laid out anew
+// (save_on_cpu's pinned copies are contiguous); the backward numbers its words by offsets in a result
+// laid out like x, so x comes back in the layout that gives the forward's result layout.
+struct SavedInput {
+  SavedVariable x;
+  std::vector<int64_t> strides, result_strides;
+
+  void save(const at::Tensor& input, const at::Tensor& result) {
+    x = SavedVariable(input, /*is_output=*/false);
+    strides = input.strides().vec();
+    result_strides = result.strides().vec();
+  }
+  at::Tensor unpack() const {
+    const at::Tensor input = x.unpack();
+    if (input.strides() == c10::IntArrayRef(strides)) return input;
+    return at::empty_strided(input.sizes(), result_strides, input.options()).copy_(input);
+  }
+  void reset() { x.reset_data(); }
+};
+
 // selu_alpha_dropout's train-mode forward: the gradient replays the mask from the saved (seed,
 // offset) and takes SELU's slope from the saved input (from the result it would lose the sign of
 // inputs whose scaled SELU rounds to the bias).
 struct SeluAlphaDropoutNode : Node {
-  SavedVariable x;
+  SavedInput x;
   SavedVariable rng_state;
   double p = 0;
 
@@ -180,7 +202,7 @@ struct SeluAlphaDropoutNode : Node {
   }
   std::string name() const override { return "act::selu_alpha_dropout_backward"; }
   void release_variables() override {
-    x.reset_data();
+    x.reset();
     rng_state.reset_data();
   }
 };
@@ -189,7 +211,7 @@ struct SeluAlphaDropoutNode : Node {
 // again where x <= 0 (selu'' = selu' there) and 0 elsewhere.
 struct SeluAlphaDropoutBackwardNode : Node {
   SavedVariable grad_output;
-  SavedVariable x;
+  SavedInput x;
   SavedVariable rng_state;
   double p = 0;
 
@@ -208,7 +230,7 @@ struct SeluAlphaDropoutBackwardNode : Node {
   std::string name() const override { return "act::selu_alpha_dropout_backward_backward"; }
   void release_variables() override {
     grad_output.reset_data();
-    x.reset_data();
+    x.reset();
     rng_state.reset_data();
   }
 };
@@ -223,7 +245,7 @@ std::tuple<at::Tensor, at::Tensor> selu_alpha_dropout_train_autograd(const at::T
   }
   if (node) {
     torch::autograd::set_history(result, NodePtr(node));  // rng_state is an integer tensor: no gradient
-    node->x = SavedVariable(x, /*is_output=*/false);
+    node->x.save(x, result);
     node->rng_state = SavedVariable(rng_state, /*is_output=*/false);
     node->p = p;
   }
@@ -241,7 +263,7 @@ at::Tensor selu_alpha_dropout_backward_autograd(const at::Tensor& grad_output, c
   if (node) {
     torch::autograd::set_history(grad_input, NodePtr(node));
     node->grad_output = SavedVariable(grad_output, /*is_output=*/false);
-    node->x = SavedVariable(x, /*is_output=*/false);
+    node->x.save(x, grad_input);
     node->rng_state = SavedVariable(rng_state, /*is_output=*/false);
     node->p = p;
   }

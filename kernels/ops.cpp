@@ -11,8 +11,10 @@
 #include <c10/util/SmallVector.h>
 #include <torch/library.h>
 
-#include <cstdio>
+#include <charconv>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -118,18 +120,21 @@ void run_view(const at::Tensor& out, const StridedView& view, const ArgsOf<F>& a
 
 // out = F(inputs...), in one pass over any layouts: each operand is read and written where it
 // lies, with no staging copies. Only a layout of more than kMaxDims unmergeable dimensions goes
-// through dense copies. The dispatcher brings only CPU tensors, and CUDA ones in a CUDA build.
+// through copies laid out as `out` (itself, where it is dense, as every random op's output is: their
+// words are numbered by offsets in it). The dispatcher brings only CPU tensors, and CUDA ones in a
+// CUDA build.
 template <template <typename> class F>
 void run(const at::Tensor& out, std::initializer_list<at::Tensor> operands, const ArgsOf<F>& args = {}) {
   if (out.numel() == 0) return;
   StridedView view;
   if (make_view(out, operands, view)) return run_view<F>(out, view, args);
-  const at::Tensor dense_out = at::empty_like(out, at::MemoryFormat::Contiguous);
+  const bool dense = out.is_non_overlapping_and_dense();
+  const at::Tensor target = dense ? out : at::empty_like(out, at::MemoryFormat::Contiguous);
   c10::SmallVector<at::Tensor, 2> inputs;
-  for (const auto& input : operands) inputs.push_back(input.contiguous());
-  TORCH_INTERNAL_ASSERT(make_view(dense_out, inputs, view));
-  run_view<F>(dense_out, view, args);
-  out.copy_(dense_out);
+  for (const auto& input : operands) inputs.push_back(at::empty_like(target).copy_(input));
+  TORCH_INTERNAL_ASSERT(make_view(target, inputs, view));
+  run_view<F>(target, view, args);
+  if (!dense) out.copy_(target);
 }
 
 template <class Op>
@@ -192,10 +197,10 @@ void register_kernels(torch::Library& m) {
 void check_probability(const std::string& op, double p) {
   if (p >= 0 && p <= 1) return;
   // Formatted here: streaming a double into the message crashed (in libstdc++'s codecvt) in builds against
-  // torch 2.11, as streaming an IntArrayRef did. %g prints it as Python does (1.5, -0.1, nan).
+  // torch 2.11, as streaming an IntArrayRef did. The shortest digits that read back as p, as Python prints it.
   char value[32];
-  std::snprintf(value, sizeof(value), "%g", p);
-  TORCH_CHECK_VALUE(false, op, ": expected p in [0, 1], but got ", value);
+  const auto end = std::isnan(p) ? std::strcpy(value, "nan") + 3 : std::to_chars(value, value + sizeof(value), p).ptr;
+  TORCH_CHECK_VALUE(false, op, ": expected p in [0, 1], but got ", std::string(value, end));
 }
 
 std::tuple<at::Tensor, at::Tensor> selu_alpha_dropout_train(const at::Tensor& x, double p,
@@ -236,9 +241,10 @@ at::Tensor selu_alpha_dropout_backward(const at::Tensor& grad_output, const at::
   TORCH_CHECK(rng_state.scalar_type() == at::kLong && rng_state.numel() == 2 && rng_state.is_contiguous() &&
                   rng_state.device() == x.device(),
               op, ": expected rng_state as the forward returned it (2 contiguous torch.int64 on the device of x), ",
-              "but got ", dtype_name(rng_state.scalar_type()), " of shape ", shape_str(rng_state.sizes()), " on ",
-              rng_state.device());
-  // Laid out as the forward's result (empty_like(x) both), so each element replays the word it drew.
+              "but got ", rng_state.is_contiguous() ? "" : "non-contiguous ", dtype_name(rng_state.scalar_type()),
+              " of shape ", shape_str(rng_state.sizes()), " on ", rng_state.device());
+  // Laid out as the forward's result (empty_like(x) both; autograd restores x's layout where a saved-tensor
+  // hook changed it), so each element replays the word its offset drew.
   at::Tensor grad_input = at::empty_like(x);
   PhiloxSource source;
   source.recorded = rng_state.const_data_ptr<int64_t>();

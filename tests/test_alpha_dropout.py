@@ -130,10 +130,45 @@ def test_any_layout_backward_replays_the_forwards_mask(device, name):
     torch.testing.assert_close(y.detach().cpu().double(), expected, rtol=1e-6, atol=1e-6)
 
 
+def test_more_than_25_dimensions_replay_the_mask(device):
+    """A layout the launcher cannot describe goes through copies laid out as the (dense) result: the words stay
+    numbered by offsets in it, so a permuted input with a contiguous gradient still replays the forward's mask."""
+    x = torch.randn((2,) * 26, dtype=torch.bfloat16, device=device).permute(*reversed(range(26))).requires_grad_()
+    y = act.selu_alpha_dropout(x, 0.3, True)
+    (grad,) = torch.autograd.grad(y, x, torch.ones(x.shape, dtype=x.dtype, device=device))
+    assert torch.equal(grad == 0, ~kept_mask(y, 0.3))
+
+
+def test_saved_tensor_hooks_that_lay_out_anew_keep_the_mask(device):
+    """A pack hook may hand x back contiguous (as save_on_cpu's pinned copies are): the backward still replays."""
+    x = random_data((64, 96), torch.float32, device).t().requires_grad_()
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t.contiguous(), lambda t: t):
+        y = act.selu_alpha_dropout(x, 0.4, True)
+        (grad,) = torch.autograd.grad(y, x, torch.ones_like(y), create_graph=True)
+    kept = kept_mask(y, 0.4)
+    assert torch.equal(grad == 0, ~kept)
+    (grad2,) = torch.autograd.grad(grad.sum(), x)  # double backward through the same node
+    assert torch.equal(grad2[~kept], torch.zeros_like(grad2[~kept]))
+
+
+def test_recomputing_partitioner_settings_are_refused():
+    """Settings under which torch.compile's partitioner would recompute the op in the backward (a new mask)."""
+    import torch._dynamo
+    from torch._functorch import config
+
+    x = random_data((8, 16), torch.float32, "cpu").requires_grad_()
+    for setting in ({"activation_memory_budget": 0.5}, {"aggressive_recomputation": True}):
+        torch._dynamo.reset()
+        with config.patch(setting), pytest.raises(Exception, match="would let torch.compile recompute"):
+            torch.compile(lambda t: act.selu_alpha_dropout(t, 0.2, True).sum(), fullgraph=True)(x).backward()
+
+
 def test_p_zero_one_and_eval(device):
     x = random_data((33, 17), torch.float32, device).requires_grad_()
     for p, train in ((0.0, True), (0.3, False)):
         torch.testing.assert_close(act.selu_alpha_dropout(x, p, train), act.selu(x), rtol=0, atol=0)
+    # The train-mode op itself at p = 0 keeps every element: a = 1, b = 0.
+    torch.testing.assert_close(act._selu_alpha_dropout(x, 0.0)[0], act.selu(x), rtol=0, atol=0)
     y = act.selu_alpha_dropout(x, 1.0, True)
     expected = torch.nn.functional.alpha_dropout(torch.selu(x), 1.0, True)  # torch: input * 0
     assert torch.equal(y, expected) and torch.equal(y.signbit(), expected.signbit())
@@ -165,6 +200,8 @@ def test_bad_input(device):
         act.selu_alpha_dropout(x, -0.1, False)
     with pytest.raises(ValueError, match=r"expected p in \[0, 1\], but got nan"):
         act.selu_alpha_dropout(x, math.nan, True)
+    with pytest.raises(ValueError, match=r"but got 1\.0000001$"):  # every digit, as under torch.compile
+        act.selu_alpha_dropout(x, 1.0000001, True)
     for bad in (x.long(), x.int(), x.bool()):
         with pytest.raises(TypeError, match=rf"act\.selu_alpha_dropout: expected x of dtype .* but got {bad.dtype}"):
             act.selu_alpha_dropout(bad, 0.1, True)
@@ -172,6 +209,8 @@ def test_bad_input(device):
     assert state.dtype == torch.int64 and state.shape == (2,) and state.device == x.device
     with pytest.raises(RuntimeError, match=r"selu_alpha_dropout_backward: expected rng_state as the forward"):
         act.selu_alpha_dropout_backward(x, x, state.float(), 0.1)
+    with pytest.raises(RuntimeError, match=r"but got non-contiguous torch\.int64 of shape \[2\]"):
+        act.selu_alpha_dropout_backward(x, x, torch.stack([state, state], 1)[:, 0], 0.1)
     with pytest.raises(RuntimeError, match=r"expected grad_output of the shape of x \[4, 5\], but got \[5, 4\]"):
         act.selu_alpha_dropout_backward(x.t(), x, state, 0.1)
     with pytest.raises(TypeError, match="argument 'input' must be Tensor, not list"):
