@@ -12,7 +12,8 @@ import sys
 import torch
 
 import activations_ext
-from activations_ext.numerics import DTYPES, SELU_SCALE, max_ulp_errors, selu_reference
+from activations_ext.catalog import ACTIVATIONS, alpha_dropout_dropped_value
+from activations_ext.numerics import DTYPES, max_ulp_errors
 from activations_ext.timing import median_seconds, per_call_seconds
 
 TOLERANCE = {torch.float64: 1e-14, torch.float32: 3e-7, torch.float16: 1e-3, torch.bfloat16: 8e-3}
@@ -49,37 +50,66 @@ def environment() -> dict:
 
 
 def check_ops(device: torch.device) -> list[str]:
-    """Every op and dtype on ``device`` against a float64 reference; returns the failures and prints a line."""
+    """Every activation's forms and every dtype on ``device`` against float64 references, and selu_alpha_dropout's
+    statistics and mask; returns the failures and prints a line."""
     failed: list[str] = []
     checked = 0
+    act = torch.ops.act
     for dtype in DTYPES:
         x64 = torch.randn(4099, dtype=torch.float64, generator=torch.Generator().manual_seed(0)) * 4
         x = x64.to(dtype=dtype, device=device)
         xr = x.double().cpu()
-        selu_ref = selu_reference(xr)
-        relu_ref = xr.clamp_min(0)
         g = torch.rand_like(x) + 0.5
-        cases = {
-            "selu": (torch.ops.act.selu(x), selu_ref),
-            "relu": (torch.ops.act.relu(x), relu_ref),
-            "selu_": (torch.ops.act.selu_(x.clone()), selu_ref),
-            "relu.out": (torch.ops.act.relu(x, out=torch.full_like(x, float("nan"))), relu_ref),
-            "selu_backward": (torch.ops.act.selu_backward(g, x.abs()), g.double().cpu() * SELU_SCALE),
-            "relu_backward": (torch.ops.act.relu_backward(g, -x.abs()), torch.zeros_like(xr)),
-        }
-        for name, (actual, expected) in cases.items():
-            error = ((actual.double().cpu() - expected).abs() / expected.abs().clamp_min(1e-30)).max().item()
+        cases = {}
+        for name, a in ACTIVATIONS.items():
+            forward, reference = getattr(act, name), a.reference(xr)
+            result = forward(x)
+            cases[name] = (result, reference, None)
+            cases[f"{name}_"] = (getattr(act, f"{name}_")(x.clone()), reference, None)
+            cases[f"{name}.out"] = (forward(x, out=torch.full_like(x, float("nan"))), reference, None)
+            scale = a.backward_scale(g.cpu()) if a.backward_scale else None  # the terms it cancels
+            expected = a.backward_reference(g.cpu(), result.cpu())
+            cases[f"{name}_backward"] = (getattr(act, f"{name}_backward")(g, result), expected, scale)
+        for name, (actual, expected, scale) in cases.items():
+            size = expected.abs() if scale is None else torch.maximum(expected.abs(), scale.abs())
+            error = ((actual.double().cpu() - expected).abs() / size.clamp_min(1e-30)).max().item()
             checked += 1
             if not error <= TOLERANCE[dtype]:
                 failed.append(f"{name}/{dtype} (relative error {error:.2e})")
+    failed += check_selu_alpha_dropout(device)
     verdict = "all within one rounding of float64" if not failed else "FAILED: " + ", ".join(failed)
     print(f"check {device.type}: {checked} op/dtype cases, {verdict}")
     return failed
 
 
+def check_selu_alpha_dropout(device: torch.device, p: float = 0.1, n: int = 1 << 20) -> list[str]:
+    """On standard-normal input: the kept fraction within 5 sigma of 1 - p, mean and variance within 0.01 of SELU's
+    fixed point (0, 1), and a gradient that is zero exactly where the forward dropped; prints a line per dtype."""
+    failed = []
+    for dtype in (torch.float32, torch.bfloat16):
+        x = torch.randn(n, generator=torch.Generator().manual_seed(1)).to(device=device, dtype=dtype).requires_grad_()
+        y = torch.ops.act.selu_alpha_dropout(x, p, True)
+        (grad,) = torch.autograd.grad(y, x, torch.ones_like(y))
+        kept = y.detach() != alpha_dropout_dropped_value(p, dtype).to(device)
+        fraction, mean, var = kept.double().mean().item(), y.double().mean().item(), y.double().var().item()
+        ok = (
+            abs(fraction - (1 - p)) <= 5 * (p * (1 - p) / n) ** 0.5
+            and abs(mean) <= 0.01
+            and abs(var - 1) <= 0.01
+            and torch.equal(grad == 0, ~kept)
+        )
+        print(
+            f"selu_alpha_dropout {device.type} {str(dtype)[6:]:9} p={p}: kept {fraction:.4f}, mean {mean:+.4f}, "
+            f"variance {var:.4f}, gradient zero exactly where dropped: {torch.equal(grad == 0, ~kept)}"
+        )
+        if not ok:
+            failed.append(f"selu_alpha_dropout/{dtype}")
+    return failed
+
+
 def ulp_table(chosen: list[torch.device]) -> dict:
     """The largest error of each op in ulps of its dtype, over SELU's whole range; printed as a table."""
-    ops = ("selu", "selu_backward", "relu", "relu_backward")
+    ops = [op for name in ACTIVATIONS for op in (name, f"{name}_backward")]
     print(f"\nmax ulp error vs float64\n{'device':6} {'dtype':9}" + "".join(f" {op:>14}" for op in ops))
     table = {}
     for device in chosen:
@@ -95,7 +125,7 @@ def bandwidth(chosen: list[torch.device], quick: bool) -> list[dict]:
     rows = []
     for device in chosen:
         n = (2**26 if device.type == "cuda" else 2**22) // (16 if quick else 1)
-        for name in ("selu", "relu"):
+        for name in ACTIVATIONS:
             for dtype in (torch.float32, torch.bfloat16):
                 x = torch.randn(n, dtype=dtype, device=device)
                 ours = median_seconds(lambda: getattr(torch.ops.act, name)(x), device)  # noqa: B023
