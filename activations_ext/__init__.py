@@ -6,6 +6,7 @@ CPU/CUDA kernels and their autograd; this package adds the fake (meta) kernels t
 neighbours (``set_inductor_fusion`` turns that off), and the Python API below.
 """
 
+import importlib
 import os
 
 import torch
@@ -16,7 +17,9 @@ try:
     from activations_ext._build_info import TORCH_VERSION
 
     check_torch_version(torch.__version__, TORCH_VERSION)  # before loading _C, which would fail obscurely
-    from activations_ext import _C  # noqa: F401  (its C++ registers the ops)
+    # Imported by name, so that a missing module is a ModuleNotFoundError (`from activations_ext import _C` would
+    # raise a plain ImportError about a circular import).
+    _C = importlib.import_module(f"{__name__}._C")  # its C++ registers the ops
 except ModuleNotFoundError as error:  # not the version check's ImportError, which says what to do itself
     raise missing_build(os.path.dirname(__file__)) from error
 

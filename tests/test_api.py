@@ -148,8 +148,10 @@ def test_functional_api_takes_torch_nn_functional_arguments(name):
         assert str(info.value).endswith(str(reference.value).split(" must be ")[-1])
 
 
-def test_a_package_without_its_compiled_module_says_how_to_build_it(tmp_path):
-    # What importing from a source checkout that was never built gives.
+@pytest.mark.parametrize("build_info", [False, True], ids=["never built", "installed without -e"])
+def test_a_package_without_its_compiled_module_says_how_to_build_it(tmp_path, build_info):
+    # What importing from a source checkout gives that was never built, or that `pip install .` built elsewhere
+    # (setup.py leaves _build_info.py in the checkout, but the compiled module went to site-packages).
     import shutil
     import subprocess
     import sys
@@ -158,7 +160,7 @@ def test_a_package_without_its_compiled_module_says_how_to_build_it(tmp_path):
     package.mkdir()
     source = os.path.dirname(activations_ext.__file__)
     for name in os.listdir(source):
-        if name.endswith(".py") and name != "_build_info.py":
+        if name.endswith(".py") and (build_info or name != "_build_info.py"):
             shutil.copy(os.path.join(source, name), package)
     # An editable install's finder would find the built checkout first: leave it out.
     code = (
