@@ -16,6 +16,7 @@ memory above its inputs during the forward and backward.
 """
 
 import argparse
+import functools
 import json
 import math
 import statistics
@@ -59,16 +60,24 @@ class Case:
     reads: int  # passes over memory besides the one write: tensors read per element, for most ops
     ours: Callable[..., object]
     torch: Callable[..., object]
-    inputs: int | None = None  # operands to make, if not ``reads``; with a gradient the first requires grad
-    with_grad: bool = False
+    inputs: int | None = None  # operands to make, if not ``reads``
+    # For a forward-and-backward case (ours and torch then take (x, grad)): torch's forward alone, which
+    # torch.compile compiles, and which requires grad of x.
+    torch_forward: Callable[[torch.Tensor], torch.Tensor] | None = None
 
     def compiled_torch(self) -> Callable[..., object]:
-        """torch.compile of torch's implementation (dynamic shapes: sizes reuse it); with a gradient, of the
-        forward, differentiated by autograd around it."""
-        if not self.with_grad:
+        """torch.compile of torch's implementation; for a forward-and-backward case, of its forward,
+        differentiated by autograd around it."""
+        if self.torch_forward is None:
             return torch.compile(self.torch, dynamic=True)
-        forward = torch.compile(_torch_selu_alpha_dropout, dynamic=True)
+        forward = compiled_forward(self.torch_forward)
         return lambda x, g: torch.autograd.grad(forward(x), x, g)
+
+
+@functools.cache
+def compiled_forward(forward: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[torch.Tensor], torch.Tensor]:
+    """torch.compile of a forward function, once per function (dynamic shapes: sizes reuse it)."""
+    return torch.compile(forward, dynamic=True)
 
 
 def _torch_selu_alpha_dropout(x: torch.Tensor) -> torch.Tensor:
@@ -79,18 +88,23 @@ def _ours_selu_alpha_dropout(x: torch.Tensor) -> torch.Tensor:
     return torch.ops.act.selu_alpha_dropout(x, DROPOUT_P, True)
 
 
+def gradient_case(ours_forward: Callable, torch_forward: Callable) -> Case:
+    """Forward and ``torch.autograd.grad`` through it, of x and a gradient: five passes over memory."""
+    return Case(
+        4,
+        lambda x, g: torch.autograd.grad(ours_forward(x), x, g),
+        lambda x, g: torch.autograd.grad(torch_forward(x), x, g),
+        inputs=2,
+        torch_forward=torch_forward,
+    )
+
+
 def make_case(op: str) -> Case:
     """The implementations of ``op``; in-place and out= forms are compared with torch's nearest form."""
     if op == "selu_alpha_dropout":
         return Case(1, _ours_selu_alpha_dropout, _torch_selu_alpha_dropout)
     if op == "selu_alpha_dropout+bwd":
-        return Case(
-            4,
-            lambda x, g: torch.autograd.grad(_ours_selu_alpha_dropout(x), x, g),
-            lambda x, g: torch.autograd.grad(_torch_selu_alpha_dropout(x), x, g),
-            inputs=2,
-            with_grad=True,
-        )
+        return gradient_case(_ours_selu_alpha_dropout, _torch_selu_alpha_dropout)
     base = op.split(".")[0].rstrip("_").replace("_backward", "")
     activation = catalog.ACTIVATIONS[base]
     ours_packet = getattr(torch.ops.act, base)
@@ -164,7 +178,7 @@ def operands(
         tensors = [t.chunk(2, dim=-1)[0] for t in tensors]
     if op.endswith(".out"):
         tensors.append(torch.full(shape, float("nan"), dtype=dtype, device=device))
-    if case.with_grad:
+    if case.torch_forward is not None:
         tensors[0].requires_grad_()
     return tensors
 
@@ -250,9 +264,9 @@ def measure_memory(size: str, dtype: torch.dtype, device: torch.device) -> Memor
     """Saved bytes and peak memory of ours, torch eager and torch.compile for one forward and backward."""
     case = make_case("selu_alpha_dropout+bwd")
     x, g = operands(case, "selu_alpha_dropout+bwd", parse_size(size), dtype, device, "contiguous")
-    compiled_forward = torch.compile(_torch_selu_alpha_dropout, dynamic=True)
-    forwards = {"ours": _ours_selu_alpha_dropout, "torch": _torch_selu_alpha_dropout, "compile": compiled_forward}
-    compiled_forward(x)  # compile before measuring
+    compiled = compiled_forward(_torch_selu_alpha_dropout)  # the benchmark's own compile, when it ran
+    forwards = {"ours": _ours_selu_alpha_dropout, "torch": _torch_selu_alpha_dropout, "compile": compiled}
+    compiled(x)  # compile before measuring
     saved = {name: saved_bytes(lambda f=f: f(x)) / x.numel() for name, f in forwards.items()}
     peak = None
     if device.type == "cuda":

@@ -14,6 +14,8 @@ import torch
 
 # The storage types every op takes; 16-bit types compute in float32.
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+# Relative error of one rounding of a result in each dtype, plus a little for float32's expm1.
+ONE_ROUNDING_RTOL = {torch.float64: 1e-14, torch.float32: 3e-7, torch.float16: 1e-3, torch.bfloat16: 8e-3}
 
 # torch.selu's constants.
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -115,6 +117,11 @@ def alpha_dropout_dropped_value(p: float, dtype: torch.dtype) -> torch.Tensor:
     compute = torch.float64 if dtype == torch.float64 else torch.float32
     alpha_a = torch.tensor(SELU_ALPHA * SELU_SCALE * a, dtype=compute)
     return (-alpha_a + torch.tensor(b_keep, dtype=compute)).to(dtype)
+
+
+def alpha_dropout_kept(result: torch.Tensor, p: float) -> torch.Tensor:
+    """The mask recovered from a train-mode result: dropped elements all take ``alpha_dropout_dropped_value``."""
+    return result != alpha_dropout_dropped_value(p, result.dtype).to(result.device)
 
 
 def alpha_dropout_constants(p: float) -> tuple[float, float, float]:

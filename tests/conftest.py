@@ -13,7 +13,7 @@ if not glob.glob(os.path.join(_CHECKOUT, "activations_ext", "_C*")):
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _CHECKOUT]
 
 import activations_ext  # noqa: E402, F401  (registers the ops)
-from activations_ext.catalog import ACTIVATIONS  # noqa: E402
+from activations_ext.catalog import ACTIVATIONS, ONE_ROUNDING_RTOL  # noqa: E402
 from activations_ext.numerics import DTYPES, SELU_ALPHA, SELU_SCALE  # noqa: E402, F401  (DTYPES: for the tests)
 from activations_ext.numerics import selu_reference as selu_ref  # noqa: E402, F401  (for the tests)
 
@@ -21,9 +21,6 @@ HAS_CUDA = torch.cuda.is_available()
 requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU visible")
 
 DEVICES = ["cpu", pytest.param("cuda", marks=requires_cuda)]
-
-# One rounding of the result in each dtype, plus a little for float32's expm1.
-RTOL = {torch.float64: 1e-14, torch.float32: 3e-7, torch.float16: 1e-3, torch.bfloat16: 8e-3}
 
 # Per activation: (forward op, in-place op, float64 reference) and (backward op, float64 reference).
 FORWARD = {
@@ -43,7 +40,7 @@ def assert_matches(
     """
     assert actual.dtype == dtype
     actual, expected64 = actual.double(), expected64.double()
-    bound = RTOL[dtype] * expected64.abs() + torch.finfo(dtype).tiny
+    bound = ONE_ROUNDING_RTOL[dtype] * expected64.abs() + torch.finfo(dtype).tiny
     if abs_scale is not None:
         bound = bound + 4 * torch.finfo(torch.float32).eps * abs_scale.double().abs()
     error = (actual - expected64).abs()

@@ -13,6 +13,7 @@ from activations_ext.catalog import (
     SELU_ALPHA_DROPOUT_ULP_BOUNDS,
     alpha_dropout_constants,
     alpha_dropout_dropped_value,
+    alpha_dropout_kept,
     selu_alpha_dropout_backward_reference,
     selu_alpha_dropout_reference,
     selu_reference,
@@ -24,11 +25,6 @@ act = torch.ops.act
 
 def generator(device: str, seed: int) -> torch.Generator:
     return torch.Generator(device=device).manual_seed(seed)
-
-
-def kept_mask(y: torch.Tensor, p: float) -> torch.Tensor:
-    """The mask recovered from an output: dropped elements all take one value."""
-    return y != alpha_dropout_dropped_value(p, y.dtype).to(y.device)
 
 
 def exactness_inputs(dtype: torch.dtype, device: str) -> torch.Tensor:
@@ -47,7 +43,7 @@ def test_self_normalizing_statistics(device, p):
     for dtype in dtypes:
         x = torch.randn(n, generator=generator("cpu", 1), dtype=torch.float32).to(device=device, dtype=dtype)
         y = act.selu_alpha_dropout(x, p, True, generator=generator(device, 2))
-        kept = kept_mask(y, p).double().mean().item()
+        kept = alpha_dropout_kept(y, p).double().mean().item()
         assert abs(kept - (1 - p)) <= 5 * math.sqrt(p * (1 - p) / n), (dtype, kept)
         y = y.double()
         assert abs(y.mean().item()) <= 0.01 and abs(y.var().item() - 1) <= 0.01, (dtype, y.mean(), y.var())
@@ -60,7 +56,7 @@ def test_equals_the_composition_for_its_mask(device, dtype, p):
     x = exactness_inputs(dtype, device)
     leaf = x.clone().requires_grad_()
     y = act.selu_alpha_dropout(leaf, p, True)
-    kept = kept_mask(y, p).cpu()
+    kept = alpha_dropout_kept(y, p).cpu()
     assert 0.3 < kept.double().mean().item() < 0.99
     a, _, _ = alpha_dropout_constants(p)
     scale = torch.where(kept, a * selu_reference(x.cpu()).abs(), 0.0)
@@ -82,7 +78,7 @@ def test_gradcheck_and_gradgradcheck(device):
     def fn(t: torch.Tensor) -> torch.Tensor:  # the same mask on every call
         return act.selu_alpha_dropout(t, 0.3, True, generator=generator(device, 7))
 
-    assert not torch.equal(kept_mask(fn(x), 0.3), torch.ones_like(x, dtype=torch.bool))
+    assert not torch.equal(alpha_dropout_kept(fn(x), 0.3), torch.ones_like(x, dtype=torch.bool))
     assert torch.autograd.gradcheck(fn, (x,))
     assert torch.autograd.gradgradcheck(fn, (x,))
 
@@ -93,9 +89,9 @@ def test_seeds_and_successive_calls(device):
     first, second = act.selu_alpha_dropout(x, 0.2, True), act.selu_alpha_dropout(x, 0.2, True)
     torch.manual_seed(11)
     assert torch.equal(act.selu_alpha_dropout(x, 0.2, True), first)  # torch.manual_seed reproduces it
-    assert not torch.equal(kept_mask(first, 0.2), kept_mask(second, 0.2))  # each call draws anew
+    assert not torch.equal(alpha_dropout_kept(first, 0.2), alpha_dropout_kept(second, 0.2))  # each call draws anew
     one, other = (act.selu_alpha_dropout(x, 0.2, True, generator=generator(device, s)) for s in (1, 2))
-    assert not torch.equal(kept_mask(one, 0.2), kept_mask(other, 0.2))
+    assert not torch.equal(alpha_dropout_kept(one, 0.2), alpha_dropout_kept(other, 0.2))
     assert torch.equal(one, act.selu_alpha_dropout(x, 0.2, True, generator=generator(device, 1)))
 
 
@@ -121,7 +117,7 @@ def test_any_layout_backward_replays_the_forwards_mask(device, name):
     those of a contiguous copy of the input drawn with the same seed where both lay the result out alike."""
     x = layout(name, device).requires_grad_()
     y = act.selu_alpha_dropout(x, 0.4, True, generator=generator(device, 5))
-    kept = kept_mask(y, 0.4)
+    kept = alpha_dropout_kept(y, 0.4)
     assert y.shape == x.shape and 0.4 < kept.double().mean().item() < 0.8
     (grad,) = torch.autograd.grad(y, x, torch.ones_like(y))
     if name != "expanded":  # an expanded input's gradient sums over the rows that share an element
@@ -138,7 +134,7 @@ def test_more_than_25_dimensions_replay_the_mask():
     x = torch.randn((2,) * 26, dtype=torch.bfloat16).permute(*reversed(range(26))).requires_grad_()
     y = act.selu_alpha_dropout(x, 0.3, True)
     (grad,) = torch.autograd.grad(y, x, torch.ones(x.shape, dtype=x.dtype))
-    assert torch.equal(grad == 0, ~kept_mask(y, 0.3))
+    assert torch.equal(grad == 0, ~alpha_dropout_kept(y, 0.3))
 
 
 def test_saved_tensor_hooks_that_lay_out_anew_keep_the_mask(device):
@@ -147,7 +143,7 @@ def test_saved_tensor_hooks_that_lay_out_anew_keep_the_mask(device):
     with torch.autograd.graph.saved_tensors_hooks(lambda t: t.contiguous(), lambda t: t):
         y = act.selu_alpha_dropout(x, 0.4, True)
         (grad,) = torch.autograd.grad(y, x, torch.ones_like(y), create_graph=True)
-    kept = kept_mask(y, 0.4)
+    kept = alpha_dropout_kept(y, 0.4)
     assert torch.equal(grad == 0, ~kept)
     (grad2,) = torch.autograd.grad(grad.sum(), x)  # double backward through the same node
     assert torch.equal(grad2[~kept], torch.zeros_like(grad2[~kept]))
@@ -274,7 +270,7 @@ def test_compiled_fullgraph(device, mode):
         block.zero_grad()
         y = step(x)
         y.backward(torch.ones_like(y))
-        kept = kept_mask(y.detach(), 0.2)
+        kept = alpha_dropout_kept(y.detach(), 0.2)
         masks.append(kept)
         assert 0.7 < kept.double().mean().item() < 0.9
         z = block[0](x).detach()
@@ -294,7 +290,7 @@ def test_compiled_gradient_matches_its_mask(device):
         return activations_ext.selu_alpha_dropout(t * 2, 0.25, True) + 1
 
     y, grad = compiled_step(block, x)
-    kept = kept_mask(y - 1, 0.25)
+    kept = alpha_dropout_kept(y - 1, 0.25)
     expected = selu_alpha_dropout_backward_reference(torch.ones_like(x), x * 2, kept, 0.25) * 2
     torch.testing.assert_close(grad.double(), expected.to(x.device), rtol=1e-5, atol=1e-6)
 
@@ -314,7 +310,7 @@ def test_cuda_graph_replay_draws_new_masks():
     masks = []
     for _ in range(3):
         graph.replay()
-        masks.append(kept_mask(static_out, 0.3).clone())
+        masks.append(alpha_dropout_kept(static_out, 0.3).clone())
         assert 0.6 < masks[-1].double().mean().item() < 0.8
     assert not torch.equal(masks[0], masks[1]) and not torch.equal(masks[1], masks[2])
 
@@ -341,7 +337,7 @@ def test_cuda_graph_forward_and_backward_agree():
     previous = None
     for _ in range(3):
         graph.replay()
-        kept = kept_mask(y, 0.3)
+        kept = alpha_dropout_kept(y, 0.3)
         assert torch.equal(g == 0, ~kept)
         assert previous is None or not torch.equal(kept, previous)
         previous = kept.clone()
@@ -354,7 +350,7 @@ def test_more_than_2_pow_31_elements():
     n = (1 << 31) + 4099
     x = torch.full((n,), 0.5, dtype=torch.bfloat16, device="cuda")
     y = act.selu_alpha_dropout(x, 0.5, True, generator=generator("cuda", 3))
-    kept = kept_mask(y, 0.5)
+    kept = alpha_dropout_kept(y, 0.5)
     head, tail = kept[: 1 << 20], kept[1 << 31 : (1 << 31) + (1 << 20)]
     assert not torch.equal(head, tail) and 0.45 < tail.float().mean().item() < 0.55
     del y
@@ -371,7 +367,7 @@ def test_module():
     assert torch.equal(module(x), act.selu(x))
     module.train()
     y = module(x)
-    assert 0.88 < kept_mask(y, 0.1).double().mean().item() < 0.92
+    assert 0.88 < alpha_dropout_kept(y, 0.1).double().mean().item() < 0.92
     with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1, but got 1.2"):
         activations_ext.SELUAlphaDropout(1.2)
     # A drop-in for nn.SELU + nn.AlphaDropout: the same statistics on standard-normal input.
