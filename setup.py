@@ -1,6 +1,6 @@
-"""Builds activations_ext._C against the installed torch: a CUDAExtension when a CUDA toolkit is found, else a
-CppExtension. torch is deliberately not a build requirement: an isolated build would compile against a torch
-other than the one the extension then has to load into."""
+"""Builds activations_ext._C against the torch of the build environment (pyproject.toml pins it for isolated
+builds; `--no-build-isolation` uses the installed one): a CUDAExtension when a CUDA toolkit is found, else a
+CppExtension. ACT_STABLE_ABI=1 builds the variant on torch's stable C ABI instead."""
 
 import glob
 import os
@@ -45,14 +45,26 @@ def find_cuda_home() -> str | None:
     return None
 
 
+# ACT_STABLE_ABI=1 builds the kernels on torch's stable C ABI for this release and every later one, with
+# autograd, functionalization and the random forward registered from Python (activations_ext/_stable.py).
+STABLE_ABI = os.environ.get("ACT_STABLE_ABI") == "1"
+STABLE_ABI_TARGET = (2, 11)
+
+
 def extension() -> cpp_extension.CppExtension:
-    sources = [
-        "kernels/ops.cpp",
-        "kernels/cpu_kernels.cpp",
-        "kernels/autograd.cpp",
-        "kernels/functionalize.cpp",
-        "kernels/module.cpp",
-    ]
+    if STABLE_ABI:
+        sources = ["kernels/stable_ops.cpp", "kernels/cpu_kernels.cpp", "kernels/module.cpp"]
+        major, minor = STABLE_ABI_TARGET
+        macros = [("ACT_STABLE_ABI", None), ("TORCH_TARGET_VERSION", f"0x{major:02x}{minor:02x}000000000000")]
+    else:
+        sources = [
+            "kernels/ops.cpp",
+            "kernels/cpu_kernels.cpp",
+            "kernels/autograd.cpp",
+            "kernels/functionalize.cpp",
+            "kernels/module.cpp",
+        ]
+        macros = []
     # -fno-trapping-math lets the CPU loops compute both branches and select (it changes no result).
     # -ffp-contract=off: no fused multiply-adds, so the loop's AVX2 and baseline copies round alike, and
     # alike with the C++ Inductor generates for the ops under torch.compile (which it builds so too).
@@ -66,8 +78,8 @@ def extension() -> cpp_extension.CppExtension:
     ]
     # at::parallel_for runs serially in code compiled without OpenMP (ATen/ParallelOpenMP.h). Nothing
     # is linked: the OpenMP calls bind to the libgomp that torch itself loads, so a wheel carries no
-    # second OpenMP runtime.
-    if torch.backends.openmp.is_available():
+    # second OpenMP runtime. (The stable ABI's parallel_for runs in torch itself.)
+    if torch.backends.openmp.is_available() and not STABLE_ABI:
         cxx_flags.append("-fopenmp")
     link_flags = os.environ.get("ACT_LDFLAGS", "").split()
     cuda_home = find_cuda_home()
@@ -77,6 +89,7 @@ def extension() -> cpp_extension.CppExtension:
         return cpp_extension.CppExtension(
             "activations_ext._C",
             sources,
+            define_macros=macros,
             extra_compile_args={"cxx": cxx_flags},
             extra_link_args=link_flags,
             py_limited_api=True,
@@ -91,8 +104,9 @@ def extension() -> cpp_extension.CppExtension:
     )
     return cpp_extension.CUDAExtension(
         "activations_ext._C",
-        sources + sorted(glob.glob("kernels/*.cu")),
-        define_macros=[("ACT_WITH_CUDA", None)],
+        [*sources, *([] if STABLE_ABI else ["kernels/cuda_generator.cpp"]), *sorted(glob.glob("kernels/*.cu"))],
+        # USE_CUDA declares the stable ABI's CUDA functions (the current stream).
+        define_macros=[*macros, ("ACT_WITH_CUDA", None), *([("USE_CUDA", None)] if STABLE_ABI else [])],
         extra_link_args=link_flags,
         # ACT_NVCC_FLAGS: extra nvcc flags, e.g. the launch-shape macros scripts/tune_launch.py sweeps.
         extra_compile_args={
@@ -103,20 +117,39 @@ def extension() -> cpp_extension.CppExtension:
     )
 
 
-def write_build_info() -> None:
-    """Records the torch this build compiles against, for the import-time check in activations_ext."""
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "activations_ext", "_build_info.py"), "w") as f:
+def write_build_info(package_dir: str) -> None:
+    """Records the torch this build compiles against, and the variant, for the import-time check in activations_ext."""
+    os.makedirs(package_dir, exist_ok=True)
+    with open(os.path.join(package_dir, "_build_info.py"), "w") as f:
         f.write(
             f'"""Written by setup.py: the torch this build of the extension was compiled against."""\n\n'
             f'TORCH_VERSION = "{torch.__version__}"\n'
+            f"STABLE_ABI = {STABLE_ABI}\n"
+            f'STABLE_ABI_TARGET = "{".".join(map(str, STABLE_ABI_TARGET))}"\n'
         )
 
 
-write_build_info()
+def torch_requirement() -> str:
+    """The default build loads only in the release it was compiled against; the stable-ABI build in its target on."""
+    if STABLE_ABI:
+        return f"torch>={'.'.join(map(str, STABLE_ABI_TARGET))}"
+    return f"torch=={torch.__version__.split('+')[0]}"
+
+
+class BuildExtension(cpp_extension.BuildExtension):
+    """Writes _build_info.py beside the extension it describes: into the checkout for an editable (in-place)
+    build, else into the build tree the wheel is made from. So neither an sdist nor a wheel made from a checkout
+    changes that checkout's own build."""
+
+    def run(self) -> None:
+        root = os.path.dirname(os.path.abspath(__file__)) if self.inplace else self.build_lib
+        write_build_info(os.path.join(root, "activations_ext"))
+        super().run()
+
+
 setup(
-    # Pinned to the release compiled against: the extension does not load in another.
-    install_requires=[f"torch=={torch.__version__.split('+')[0]}"],
+    install_requires=[torch_requirement()],
     ext_modules=[extension()],
-    cmdclass={"build_ext": cpp_extension.BuildExtension},
+    cmdclass={"build_ext": BuildExtension},
     options={"bdist_wheel": {"py_limited_api": "cp310"}},
 )

@@ -8,60 +8,45 @@ also readies its fusion by Inductor (``activations_ext._inductor``).
 import torch
 
 from activations_ext import _inductor
-from activations_ext.catalog import ACTIVATIONS, DTYPES
-
-
-def _check_dtype(op: str, t: torch.Tensor, arg: str) -> None:
-    if t.dtype not in DTYPES:
-        raise TypeError(f"act.{op}: expected {arg} of dtype float32, float64, float16 or bfloat16, but got {t.dtype}")
-
-
-def _check_matches(op: str, t: torch.Tensor, arg: str, like: torch.Tensor, like_arg: str) -> None:
-    if t.device != like.device:
-        raise RuntimeError(f"act.{op}: expected {arg} on the device of {like_arg} ({like.device}), but got {t.device}")
-    if t.dtype != like.dtype:
-        raise TypeError(f"act.{op}: expected {arg} of the dtype of {like_arg} ({like.dtype}), but got {t.dtype}")
-    if t.shape != like.shape:
-        raise RuntimeError(
-            f"act.{op}: expected {arg} of the shape of {like_arg} {list(like.shape)}, but got {list(t.shape)}"
-        )
+from activations_ext._checks import (
+    check_backward,
+    check_dtype,
+    check_out,
+    check_probability,
+    check_rng_state,
+    check_selu_alpha_dropout_backward,
+)
+from activations_ext.catalog import ACTIVATIONS
 
 
 def _register(op: str) -> None:
     @torch.library.register_fake(f"act::{op}")
     def _forward(x: torch.Tensor) -> torch.Tensor:
         _inductor.prepare()
-        _check_dtype(op, x, "x")
+        check_dtype(op, x, "x")
         return torch.empty_like(x)
 
     @torch.library.register_fake(f"act::{op}_")
     def _inplace(x: torch.Tensor) -> torch.Tensor:
         _inductor.prepare()
-        _check_dtype(op, x, "x")
+        check_dtype(op, x, "x")
         return x
 
     @torch.library.register_fake(f"act::{op}.out")
     def _out(x: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
         _inductor.prepare()
-        _check_dtype(op, x, "x")
-        _check_matches(op, out, "out", x, "x")
+        check_out(op, x, out)
         return out
 
     @torch.library.register_fake(f"act::{op}_backward")
     def _backward(grad_output: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
         _inductor.prepare()
-        _check_dtype(f"{op}_backward", result, "result")
-        _check_matches(f"{op}_backward", grad_output, "grad_output", result, "result")
+        check_backward(op, grad_output, result)
         return torch.empty_like(result)
 
 
 for _op in ACTIVATIONS:
     _register(_op)
-
-
-def _check_probability(op: str, p: float) -> None:
-    if not 0 <= p <= 1:
-        raise ValueError(f"act.{op}: expected p in [0, 1], but got {p}")
 
 
 def _check_no_recomputation(op: str) -> None:
@@ -80,8 +65,8 @@ def _check_no_recomputation(op: str) -> None:
 def _selu_alpha_dropout(
     x: torch.Tensor, p: float, *, generator: torch.Generator | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    _check_dtype("selu_alpha_dropout", x, "x")
-    _check_probability("selu_alpha_dropout", p)
+    check_dtype("selu_alpha_dropout", x, "x")
+    check_probability("selu_alpha_dropout", p)
     _check_no_recomputation("selu_alpha_dropout")
     return torch.empty_like(x), x.new_empty((2,), dtype=torch.int64)
 
@@ -90,15 +75,15 @@ def _selu_alpha_dropout(
 def _selu_alpha_dropout_backward(
     grad_output: torch.Tensor, x: torch.Tensor, rng_state: torch.Tensor, p: float
 ) -> torch.Tensor:
-    op = "selu_alpha_dropout_backward"
-    _check_dtype(op, x, "x")
-    _check_matches(op, grad_output, "grad_output", x, "x")
-    _check_probability(op, p)
-    contiguous = rng_state.is_contiguous()
-    if not (rng_state.dtype == torch.int64 and rng_state.numel() == 2 and contiguous and rng_state.device == x.device):
-        raise RuntimeError(
-            f"act.{op}: expected rng_state as the forward returned it (2 contiguous torch.int64 on the device of x), "
-            f"but got {'' if contiguous else 'non-contiguous '}{rng_state.dtype} of shape {list(rng_state.shape)} "
-            f"on {rng_state.device}"
-        )
+    check_selu_alpha_dropout_backward(grad_output, x, rng_state, p)
     return torch.empty_like(x)
+
+
+if hasattr(torch.ops.act, "_selu_alpha_dropout_from_state"):  # the stable-ABI build's kernel (see _stable)
+
+    @torch.library.register_fake("act::_selu_alpha_dropout_from_state")
+    def _selu_alpha_dropout_from_state(x: torch.Tensor, rng_state: torch.Tensor, p: float) -> torch.Tensor:
+        check_dtype("selu_alpha_dropout", x, "x")
+        check_probability("selu_alpha_dropout", p)
+        check_rng_state("selu_alpha_dropout", rng_state, x)
+        return torch.empty_like(x)

@@ -6,13 +6,12 @@
 // reads (`arity`) and what it is built from (`Args`: NoArgs, or the run-time values it needs). A
 // random functor also has a PhiloxSource `source`; it takes its element's random word first.
 
-#include <ATen/OpMathType.h>
-#include <c10/macros/Macros.h>
-#include <c10/util/bit_cast.h>
+#include <torch/headeronly/macros/Macros.h>
 
 #include <math.h>
 #include <stdint.h>
 
+#include <bit>
 #include <type_traits>
 
 #include "philox.h"
@@ -20,6 +19,10 @@
 namespace act {
 
 struct NoArgs {};
+
+// The type the arithmetic ops compute in: float for the 16-bit types, as ATen's opmath_type.
+template <typename scalar_t>
+using opmath_t = std::conditional_t<std::is_same_v<scalar_t, double>, double, float>;
 
 // torch.selu's constants.
 constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
@@ -48,8 +51,8 @@ inline float expm1_nonpositive_host(float x_in) {
   const double p =
       r * (1 + r * (1. / 2 + r * (1. / 6 + r * (1. / 24 + r * (1. / 120 + r * (1. / 720 + r * (1. / 5040 +
       r * (1. / 40320 + r * (1. / 362880 + r * (1. / 3628800 + r * (1. / 39916800)))))))))));
-  const uint64_t k_bits = c10::bit_cast<uint64_t>(shifted) - c10::bit_cast<uint64_t>(kRound);  // k, two's complement
-  const double two_k = c10::bit_cast<double>((k_bits + 1023) << 52);
+  const uint64_t k_bits = std::bit_cast<uint64_t>(shifted) - std::bit_cast<uint64_t>(kRound);  // k, two's complement
+  const double two_k = std::bit_cast<double>((k_bits + 1023) << 52);
   return static_cast<float>(k == 0 ? p : two_k * p + (two_k - 1));
 }
 #endif
@@ -76,7 +79,7 @@ C10_HOST_DEVICE inline acc_t expm1_nonpositive(acc_t x) {
 template <typename scalar_t>
 struct SeluForward {
   using Args = NoArgs;
-  using acc_t = at::opmath_type<scalar_t>;
+  using acc_t = opmath_t<scalar_t>;
   static constexpr int arity = 1;
   C10_HOST_DEVICE acc_t operator()(acc_t x) const {
     constexpr acc_t neg_coef = acc_t(kSeluAlpha) * acc_t(kSeluScale);
@@ -89,7 +92,7 @@ struct SeluForward {
 template <typename scalar_t>
 struct SeluBackward {
   using Args = NoArgs;
-  using acc_t = at::opmath_type<scalar_t>;
+  using acc_t = opmath_t<scalar_t>;
   static constexpr int arity = 2;
   C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t result) const {
     constexpr acc_t neg_coef = acc_t(kSeluAlpha) * acc_t(kSeluScale);
@@ -183,7 +186,7 @@ struct AlphaDropoutMask {
 // for the 16-bit types ours is the more accurate; on CUDA the multiply-add is fused.
 template <typename scalar_t>
 struct SeluAlphaDropoutForward : AlphaDropoutMask<scalar_t> {
-  using acc_t = at::opmath_type<scalar_t>;
+  using acc_t = opmath_t<scalar_t>;
   using Args = AlphaDropoutArgs;
   static constexpr int arity = 1;
   acc_t keep_scale, kept_bias, dropped_bias;
@@ -205,7 +208,7 @@ struct SeluAlphaDropoutForward : AlphaDropoutMask<scalar_t> {
 // as torch's elu_backward takes it from the input.
 template <typename scalar_t>
 struct SeluAlphaDropoutBackward : AlphaDropoutMask<scalar_t> {
-  using acc_t = at::opmath_type<scalar_t>;
+  using acc_t = opmath_t<scalar_t>;
   using Args = AlphaDropoutArgs;
   static constexpr int arity = 2;
   acc_t keep_scale;

@@ -3,13 +3,11 @@
 // strides, dimensions merged where memory allows, so that the layouts met in practice arrive as
 // one dimension (dense) or two (rows of a slice, chunk or narrow).
 
-#include <ATen/core/Generator.h>
-#include <ATen/core/Tensor.h>
-#include <c10/core/ScalarType.h>
-#include <c10/util/ArrayRef.h>
+#include <torch/headeronly/core/ScalarType.h>
+#include <torch/headeronly/util/BFloat16.h>
+#include <torch/headeronly/util/Half.h>
 
 #include <cstdint>
-#include <optional>
 
 #include "activations.h"
 
@@ -34,6 +32,21 @@ struct StridedView {
   }
 };
 
+// f(scalar_t{}) for the storage type of `dtype`, one of the four the ops take (their checks come first).
+template <class Fn>
+void dispatch_floating(c10::ScalarType dtype, const Fn& f) {
+  switch (dtype) {
+    case c10::ScalarType::Float:
+      return f(float{});
+    case c10::ScalarType::Double:
+      return f(double{});
+    case c10::ScalarType::Half:
+      return f(c10::Half{});
+    default:  // c10::ScalarType::BFloat16
+      return f(c10::BFloat16{});
+  }
+}
+
 // out = F(inputs...) over the view, with F<scalar_t> built from `args` for the view's dtype. Each
 // backend compiles these for the functors of activations.h's lists.
 template <template <typename> class F>
@@ -44,12 +57,7 @@ const char* cpu_loop_name();
 
 #ifdef ACT_WITH_CUDA
 template <template <typename> class F>
-void cuda_elementwise(c10::ScalarType dtype, c10::Device device, const StridedView& view, const ArgsOf<F>& args);
-
-// The Philox state of `device`'s generator (the default one when none is given) for one launch,
-// advanced past the `increment` words per element group the launch draws.
-at::PhiloxCudaState cuda_philox_state(const std::optional<at::Generator>& generator, c10::Device device,
-                                      uint64_t increment);
+void cuda_elementwise(c10::ScalarType dtype, int device, const StridedView& view, const ArgsOf<F>& args);
 #endif
 
 }  // namespace act

@@ -1,15 +1,11 @@
 // CPU backend: the view's elements in order, split into chunks that at::parallel_for spreads over
 // threads; within a chunk, one plain loop per stretch of a row.
-#include <ATen/Dispatch.h>
-#include <ATen/Parallel.h>
-#include <ATen/Version.h>
-
 #include <algorithm>
 #include <array>
-#include <string>
 #include <utility>
 
 #include "backends.h"
+#include "runtime.h"
 
 namespace act {
 namespace {
@@ -49,9 +45,8 @@ __attribute__((target("arch=x86-64-v3"), noinline)) void cpu_row_x86_64_v3(
 
 bool use_x86_64_v3() {
   static const bool use = [] {
-    const std::string capability = at::get_cpu_capability();
     __builtin_cpu_init();
-    return (capability == "AVX2" || capability == "AVX512") && __builtin_cpu_supports("x86-64-v3");
+    return runtime::cpu_capability_admits_avx2() && __builtin_cpu_supports("x86-64-v3");
   }();
   return use;
 }
@@ -139,9 +134,10 @@ const char* cpu_loop_name() {
 
 template <template <typename> class F>
 void cpu_elementwise(c10::ScalarType dtype, const StridedView& view, const ArgsOf<F>& args) {
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dtype, "act_cpu", [&] {
+  dispatch_floating(dtype, [&](auto type) {
+    using scalar_t = decltype(type);
     const auto op = make_functor<F, scalar_t>(args);
-    at::parallel_for(0, view.numel(), kGrainSize, [&](int64_t begin, int64_t end) {
+    runtime::parallel_for(0, view.numel(), kGrainSize, [&](int64_t begin, int64_t end) {
       cpu_strided_chunk<scalar_t>(op, view, begin, end, std::make_index_sequence<decltype(op)::arity>{});
     });
   });

@@ -7,9 +7,8 @@
 // element is a pack of one. A dense tensor is one row. Row starts come from the other dimensions'
 // sizes and strides by fast division, offsets in 64 bits.
 
-#include <c10/cuda/CUDAException.h>
-#include <c10/macros/Macros.h>
 #include <cuda_runtime.h>
+#include <torch/headeronly/macros/Macros.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -18,6 +17,7 @@
 #include <utility>
 
 #include "backends.h"
+#include "runtime.h"
 
 namespace act {
 
@@ -247,7 +247,7 @@ void launch(Op op, Pointers<T, Op::arity + 1> ptr, const Rows<Op::arity + 1, D>&
     strided_activation_kernel<VEC, kUnrollMid><<<grid, kThreads, 0, stream>>>(op, ptr, rows, n_packs, n_singles,
                                                                         index_base);
   }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  runtime::check_launch();
 }
 
 // One launch over a view of at most kMaxLaunchElements elements with D + 1 dimensions or fewer.

@@ -8,7 +8,6 @@
 #include <ATen/ops/empty_like.h>
 #include <c10/core/ScalarType.h>
 #include <c10/util/ArrayRef.h>
-#include <c10/util/SmallVector.h>
 #include <torch/library.h>
 
 #include <charconv>
@@ -22,7 +21,11 @@
 #include <utility>
 
 #include "backends.h"
+#include "layout.h"
 #include "op_handles.h"
+#ifdef ACT_WITH_CUDA
+#include "cuda_generator.h"
+#endif
 
 namespace act {
 namespace {
@@ -60,81 +63,25 @@ void check_matches(const std::string& op, const at::Tensor& t, const char* arg, 
               shape_str(like.sizes()), ", but got ", shape_str(t.sizes()));
 }
 
-// The operands as one StridedView: dimensions ordered innermost first by the output's strides
-// (the inputs' break ties; a stride of 0 says nothing about order), size-1 dimensions dropped,
-// and neighbours merged where every operand steps through them as through one. False when more
-// than kMaxDims dimensions remain.
-bool make_view(const at::Tensor& out, c10::ArrayRef<at::Tensor> inputs, StridedView& view) {
-  c10::SmallVector<const at::Tensor*, kMaxOperands> operands{&out};
-  for (const auto& input : inputs) operands.push_back(&input);
-  c10::SmallVector<int64_t, 8> dims;
-  for (int64_t d = out.dim() - 1; d >= 0; --d) {
-    if (out.size(d) != 1) dims.push_back(d);
-  }
-  // Insertion sort, as TensorIterator does: skipping zero strides makes this order partial, which
-  // std::sort does not allow.
-  const auto inner_than = [&](int64_t a, int64_t b) {
-    for (const at::Tensor* t : operands) {
-      const int64_t sa = std::abs(t->stride(a)), sb = std::abs(t->stride(b));
-      if (sa != sb && sa != 0 && sb != 0) return sa < sb;
-    }
-    return false;
-  };
-  for (size_t i = 1; i < dims.size(); ++i) {
-    for (size_t j = i; j > 0 && inner_than(dims[j], dims[j - 1]); --j) std::swap(dims[j], dims[j - 1]);
-  }
-  view.ndim = 0;
-  for (const int64_t d : dims) {
-    const int last = view.ndim - 1;
-    bool merges = last >= 0;
-    for (size_t k = 0; merges && k < operands.size(); ++k) {
-      merges = operands[k]->stride(d) == view.strides[k][last] * view.sizes[last];
-    }
-    if (merges) {
-      view.sizes[last] *= out.size(d);
-      continue;
-    }
-    if (view.ndim == kMaxDims) return false;
-    view.sizes[view.ndim] = out.size(d);
-    for (size_t k = 0; k < operands.size(); ++k) view.strides[k][view.ndim] = operands[k]->stride(d);
-    ++view.ndim;
-  }
-  if (view.ndim == 0) {  // one element
-    view.ndim = 1;
-    view.sizes[0] = 1;
-    for (size_t k = 0; k < operands.size(); ++k) view.strides[k][0] = 1;
-  }
-  for (size_t k = 0; k < operands.size(); ++k) {
-    view.data[k] = static_cast<char*>(const_cast<void*>(operands[k]->const_data_ptr()));
-  }
-  return true;
-}
+// The default build's tensor operations, for layout.h's run_elementwise.
+struct AtenBuild {
+  static bool is_dense(const at::Tensor& t) { return t.is_non_overlapping_and_dense(); }
+  static at::Tensor empty_like(const at::Tensor& t) { return at::empty_like(t); }
+  static at::Tensor empty_contiguous_like(const at::Tensor& t) { return at::empty_like(t, at::MemoryFormat::Contiguous); }
+  static at::Tensor copy_(const at::Tensor& target, const at::Tensor& source) { return target.copy_(source); }
 
-template <template <typename> class F>
-void run_view(const at::Tensor& out, const StridedView& view, const ArgsOf<F>& args) {
+  template <template <typename> class F>
+  static void launch(const at::Tensor& out, const StridedView& view, const ArgsOf<F>& args) {
 #ifdef ACT_WITH_CUDA
-  if (out.is_cuda()) return cuda_elementwise<F>(out.scalar_type(), out.device(), view, args);
+    if (out.is_cuda()) return cuda_elementwise<F>(out.scalar_type(), out.device().index(), view, args);
 #endif
-  cpu_elementwise<F>(out.scalar_type(), view, args);
-}
+    cpu_elementwise<F>(out.scalar_type(), view, args);  // the dispatcher brings CUDA tensors only to a CUDA build
+  }
+};
 
-// out = F(inputs...), in one pass over any layouts: each operand is read and written where it
-// lies, with no staging copies. Only a layout of more than kMaxDims unmergeable dimensions goes
-// through copies laid out as `out` (itself, where it is dense, as every random op's output is: their
-// words are numbered by offsets in it). The dispatcher brings only CPU tensors, and CUDA ones in a
-// CUDA build.
 template <template <typename> class F>
 void run(const at::Tensor& out, std::initializer_list<at::Tensor> operands, const ArgsOf<F>& args = {}) {
-  if (out.numel() == 0) return;
-  StridedView view;
-  if (make_view(out, operands, view)) return run_view<F>(out, view, args);
-  const bool dense = out.is_non_overlapping_and_dense();
-  const at::Tensor target = dense ? out : at::empty_like(out, at::MemoryFormat::Contiguous);
-  c10::SmallVector<at::Tensor, 2> inputs;
-  for (const auto& input : operands) inputs.push_back(at::empty_like(target).copy_(input));
-  TORCH_INTERNAL_ASSERT(make_view(target, inputs, view));
-  run_view<F>(target, view, args);
-  if (!dense) out.copy_(target);
+  run_elementwise<F, AtenBuild>(out, operands, args);
 }
 
 template <class Op>
@@ -223,7 +170,7 @@ std::tuple<at::Tensor, at::Tensor> selu_alpha_dropout_train(const at::Tensor& x,
   }
 #ifdef ACT_WITH_CUDA
   if (x.is_cuda()) {
-    source.state = cuda_philox_state(generator, x.device(), 4);  // one Philox block (4 words) per element group
+    source = cuda_philox_source(generator, x.device(), 4);  // one Philox block (4 words) per element group
     source.record = rng_state.mutable_data_ptr<int64_t>();
     if (x.numel() == 0) rng_state.zero_();  // no kernel runs to record it
   }

@@ -4,8 +4,7 @@
 // random word depends only on (seed, offset, its index), so the backward replays the forward's mask
 // from the saved pair alone, and no mask is stored.
 
-#include <ATen/cuda/PhiloxCudaState.h>
-#include <c10/macros/Macros.h>
+#include <torch/headeronly/macros/Macros.h>
 
 #include <stdint.h>
 
@@ -89,25 +88,29 @@ struct PhiloxStream {
   }
 };
 
-// Where a random op's stream comes from. A forward on CUDA passes the generator's state for the
-// launch (values, or pointers into device memory while a CUDA graph is captured), which its first
-// thread records at `record` for the backward to replay. The backward, and a forward on the CPU
-// (whose op records the pair before the loop), read the recorded pair.
+// Where a random op's stream comes from. A forward on CUDA passes the generator's (seed, offset) for
+// the launch: values, or, while a CUDA graph is captured, pointers into device memory that each replay
+// updates plus the launch's offset within the graph. Its first thread records the pair at `record` for
+// the backward to replay. The backward, and every forward that draws its pair before the launch (the
+// CPU's, and the stable-ABI build's), read the recorded pair.
 struct PhiloxSource {
-  at::PhiloxCudaState state;
+  uint64_t seed = 0, offset = 0;
+  const int64_t* captured_seed = nullptr;
+  const int64_t* captured_offset = nullptr;
+  uint64_t offset_in_graph = 0;
   const int64_t* recorded = nullptr;
   int64_t* record = nullptr;
 
   C10_HOST_DEVICE PhiloxStream resolve(bool first_thread) const {
     if (recorded != nullptr) return {uint64_t(recorded[0]), uint64_t(recorded[1])};
-    const uint64_t seed = state.captured_ ? uint64_t(*state.seed_.ptr) : state.seed_.val;
-    const uint64_t offset =
-        state.captured_ ? uint64_t(*state.offset_.ptr) + state.offset_intragraph_ : state.offset_.val;
+    const bool captured = captured_seed != nullptr;
+    const uint64_t s = captured ? uint64_t(*captured_seed) : seed;
+    const uint64_t o = captured ? uint64_t(*captured_offset) + offset_in_graph : offset;
     if (first_thread && record != nullptr) {
-      record[0] = int64_t(seed);
-      record[1] = int64_t(offset);
+      record[0] = int64_t(s);
+      record[1] = int64_t(o);
     }
-    return {seed, offset};
+    return {s, o};
   }
 };
 

@@ -1,0 +1,92 @@
+#pragma once
+// Describing an elementwise call's operands to the backends, for either build's tensor type
+// (at::Tensor, torch::stable::Tensor): both give dim(), size(d), stride(d) and const_data_ptr().
+
+#include <cstdint>
+#include <cstdlib>
+#include <initializer_list>
+#include <memory>
+#include <utility>
+
+#include "backends.h"
+
+namespace act {
+
+// The operands as one StridedView: dimensions ordered innermost first by the output's strides
+// (the inputs' break ties; a stride of 0 says nothing about order), size-1 dimensions dropped,
+// and neighbours merged where every operand steps through them as through one. False when more
+// than kMaxDims dimensions remain.
+template <class Tensor>
+bool make_view(const Tensor& out, const Tensor* inputs, size_t n_inputs, StridedView& view) {
+  const Tensor* operands[kMaxOperands] = {&out};
+  int n_operands = 1;
+  for (size_t i = 0; i < n_inputs; ++i) operands[n_operands++] = &inputs[i];
+  constexpr int64_t kLocalDims = 32;
+  int64_t local_dims[kLocalDims];
+  std::unique_ptr<int64_t[]> heap_dims;
+  int64_t* dims = out.dim() <= kLocalDims ? local_dims : (heap_dims = std::make_unique<int64_t[]>(out.dim())).get();
+  int64_t n_dims = 0;
+  for (int64_t d = out.dim() - 1; d >= 0; --d) {
+    if (out.size(d) != 1) dims[n_dims++] = d;
+  }
+  // Insertion sort, as TensorIterator does: skipping zero strides makes this order partial, which
+  // std::sort does not allow.
+  const auto inner_than = [&](int64_t a, int64_t b) {
+    for (int k = 0; k < n_operands; ++k) {
+      const int64_t sa = std::abs(operands[k]->stride(a)), sb = std::abs(operands[k]->stride(b));
+      if (sa != sb && sa != 0 && sb != 0) return sa < sb;
+    }
+    return false;
+  };
+  for (int64_t i = 1; i < n_dims; ++i) {
+    for (int64_t j = i; j > 0 && inner_than(dims[j], dims[j - 1]); --j) std::swap(dims[j], dims[j - 1]);
+  }
+  view.ndim = 0;
+  for (int64_t i = 0; i < n_dims; ++i) {
+    const int64_t d = dims[i];
+    const int last = view.ndim - 1;
+    bool merges = last >= 0;
+    for (int k = 0; merges && k < n_operands; ++k) {
+      merges = operands[k]->stride(d) == view.strides[k][last] * view.sizes[last];
+    }
+    if (merges) {
+      view.sizes[last] *= out.size(d);
+      continue;
+    }
+    if (view.ndim == kMaxDims) return false;
+    view.sizes[view.ndim] = out.size(d);
+    for (int k = 0; k < n_operands; ++k) view.strides[k][view.ndim] = operands[k]->stride(d);
+    ++view.ndim;
+  }
+  if (view.ndim == 0) {  // one element
+    view.ndim = 1;
+    view.sizes[0] = 1;
+    for (int k = 0; k < n_operands; ++k) view.strides[k][0] = 1;
+  }
+  for (int k = 0; k < n_operands; ++k) {
+    view.data[k] = static_cast<char*>(const_cast<void*>(operands[k]->const_data_ptr()));
+  }
+  return true;
+}
+
+// out = F(inputs...), in one pass over any layouts: each operand is read and written where it
+// lies, with no staging copies. Only a layout of more than kMaxDims unmergeable dimensions goes
+// through copies laid out as `out` (itself, where it is dense, as every random op's output is: their
+// words are numbered by offsets in it). `Build` gives the build's tensor operations: is_dense,
+// empty_like, empty_contiguous_like, copy_ (returning its target), and launch<F>(out, view, args).
+template <template <typename> class F, class Build, class Tensor>
+void run_elementwise(const Tensor& out, std::initializer_list<Tensor> operands, const ArgsOf<F>& args) {
+  if (out.numel() == 0) return;
+  StridedView view;
+  if (make_view(out, operands.begin(), operands.size(), view)) return Build::template launch<F>(out, view, args);
+  const bool dense = Build::is_dense(out);
+  const Tensor target = dense ? out : Build::empty_contiguous_like(out);
+  Tensor inputs[kMaxOperands - 1];
+  int n_inputs = 0;
+  for (const auto& input : operands) inputs[n_inputs++] = Build::copy_(Build::empty_like(target), input);
+  make_view(target, inputs, n_inputs, view);  // all laid out alike and dense: one dimension
+  Build::template launch<F>(target, view, args);
+  if (!dense) Build::copy_(out, target);
+}
+
+}  // namespace act

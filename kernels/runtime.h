@@ -1,0 +1,84 @@
+#pragma once
+// What the backends take from torch while they run: the thread pool, the CPU capability it chose,
+// and on CUDA the device guard, the current stream and the launch check. From ATen in the default
+// build; from the stable C ABI in the ACT_STABLE_ABI build, whose library then loads in every torch
+// release from the one it targets on (torch's own non-stable headers refuse to compile there).
+
+#include <stdint.h>
+
+#include <cstdlib>
+#include <string>
+
+#ifdef ACT_STABLE_ABI
+#include <torch/csrc/stable/ops.h>
+#else
+#include <ATen/Parallel.h>
+#include <ATen/Version.h>
+#endif
+
+#ifdef __CUDACC__
+#include <cuda_runtime.h>
+#ifdef ACT_STABLE_ABI
+#include <torch/csrc/inductor/aoti_torch/c/shim.h>
+#include <torch/csrc/stable/accelerator.h>
+#include <torch/csrc/stable/macros.h>
+#else
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+#endif
+
+namespace act::runtime {
+
+// f(begin, end) over chunks of [begin, end) spread on torch's intra-op threads.
+template <class F>
+void parallel_for(int64_t begin, int64_t end, int64_t grain_size, const F& f) {
+#ifdef ACT_STABLE_ABI
+  torch::stable::parallel_for(begin, end, grain_size, f);
+#else
+  at::parallel_for(begin, end, grain_size, f);
+#endif
+}
+
+// Whether torch's CPU capability admits AVX2 code: ATEN_CPU_CAPABILITY=default asks for the baseline.
+// The stable ABI does not report the capability, so that build reads the variable as ATen does.
+inline bool cpu_capability_admits_avx2() {
+#ifdef ACT_STABLE_ABI
+  const char* requested = std::getenv("ATEN_CPU_CAPABILITY");
+  return requested == nullptr || (std::string(requested) != "default" && std::string(requested) != "DEFAULT");
+#else
+  const std::string capability = at::get_cpu_capability();
+  return capability == "AVX2" || capability == "AVX512";
+#endif
+}
+
+#ifdef __CUDACC__
+// Makes `device` current for the guard's lifetime.
+#ifdef ACT_STABLE_ABI
+using DeviceGuard = torch::stable::accelerator::DeviceGuard;
+#else
+using DeviceGuard = c10::cuda::CUDAGuard;
+#endif
+
+inline cudaStream_t current_stream(int device) {
+#ifdef ACT_STABLE_ABI
+  void* stream = nullptr;
+  TORCH_ERROR_CODE_CHECK(aoti_torch_get_current_cuda_stream(device, &stream));
+  return static_cast<cudaStream_t>(stream);
+#else
+  return c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
+#endif
+}
+
+// Raises the launch's error, if any, as torch's own kernels do.
+inline void check_launch() {
+#ifdef ACT_STABLE_ABI
+  STD_CUDA_KERNEL_LAUNCH_CHECK();
+#else
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+#endif
+}
+#endif
+
+}  // namespace act::runtime
