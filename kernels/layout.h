@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <initializer_list>
 #include <memory>
+#include <stdexcept>
 #include <utility>
 
 #include "backends.h"
@@ -84,7 +85,9 @@ void run_elementwise(const Tensor& out, std::initializer_list<Tensor> operands, 
   Tensor inputs[kMaxOperands - 1];
   int n_inputs = 0;
   for (const auto& input : operands) inputs[n_inputs++] = Build::copy_(Build::empty_like(target), input);
-  make_view(target, inputs, n_inputs, view);  // all laid out alike and dense: one dimension
+  if (!make_view(target, inputs, n_inputs, view)) {  // all laid out alike and dense: one dimension
+    throw std::logic_error("act: dense operands laid out alike did not merge");
+  }
   Build::template launch<F>(target, view, args);
   if (!dense) Build::copy_(out, target);
 }

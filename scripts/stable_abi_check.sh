@@ -19,13 +19,15 @@ mkdir lib && (cd lib && "$python" -m zipfile -e "../$wheel" .)
 library=$(ls lib/activations_ext/_C*.so)
 # Only the stable C shim (aoti_torch_*, torch_*), Python, the C/C++ runtimes and CUDA's: no c10::, at:: or
 # torch:: C++ symbol, which would tie the library to the torch it was built with.
-cxx_symbols=$(nm -D --undefined-only "$library" | c++filt | grep -E "c10::|at::|torch::" || true)
-[ -z "$cxx_symbols" ] || { echo "the stable-ABI library binds to libtorch's C++ symbols:"; echo "$cxx_symbols"; exit 1; }
-echo "stable-ABI library: $(nm -D --undefined-only "$library" | grep -cE " (aoti_torch|torch)_") shim functions," \
-    "$(nm -D --undefined-only "$library" | c++filt | grep -c "cuda" || true) CUDA runtime ones, no libtorch C++ symbols"
+nm -D --undefined-only "$library" | c++filt > undefined.txt  # a file, so that a failing nm fails the script
+[ -s undefined.txt ] || { echo "nm listed nothing for $library"; exit 1; }
+if grep -E "(^|[^A-Za-z0-9_])(c10|at|torch)::" undefined.txt; then echo "the stable-ABI library binds to libtorch's C++ symbols"; exit 1; fi
+echo "stable-ABI library: $(grep -cE " (aoti_torch|torch)_" undefined.txt) shim functions, no libtorch C++ symbols"
 grep -q "Requires-Dist: torch>=2.11" lib/activations_ext-*.dist-info/METADATA
 
 rm -rf activations_ext/_C* activations_ext/_build_info.py build lib  # the tests must import the installed wheel
+# Nor may the current directory shadow it, for this script's checks and the tests' child processes alike.
+export PYTHONSAFEPATH=1
 "$python" -m venv stable-venv
 stable-venv/bin/pip install -q "torch==$test_torch" pytest hypothesis numpy
 stable-venv/bin/pip install -q --no-deps "$wheel"
