@@ -26,10 +26,10 @@ echo "stable-ABI library: $(grep -cE " (aoti_torch|torch)_" undefined.txt) shim 
 grep -q "Requires-Dist: torch>=2.11" lib/activations_ext-*.dist-info/METADATA
 
 rm -rf activations_ext/_C* activations_ext/_build_info.py build lib  # the tests must import the installed wheel
-# Nor may the current directory shadow it, for this script's checks and the tests' child processes alike.
-export PYTHONSAFEPATH=1
 "$python" -m venv stable-venv
 stable-venv/bin/pip install -q "torch==$test_torch" pytest hypothesis numpy
 stable-venv/bin/pip install -q --no-deps "$wheel"
-stable-venv/bin/python -c "import activations_ext, torch; assert activations_ext.STABLE_ABI; print('torch', torch.__version__, 'loads', activations_ext._C.__file__)"
-stable-venv/bin/python -m pytest -q -p no:cacheprovider tests
+# From outside the checkout, so that neither this check nor the tests' child processes import its stripped copy.
+cd stable-venv
+bin/python -c "import activations_ext, torch; assert activations_ext.STABLE_ABI; print('torch', torch.__version__, 'loads', activations_ext._C.__file__)"
+bin/python -m pytest -q -p no:cacheprovider "$work/tests"
