@@ -30,6 +30,12 @@ def check_probability(op: str, p: float) -> None:
         raise ValueError(f"act.{op}: expected p in [0, 1], but got {p}")
 
 
+def check_selu_alpha_dropout(x: torch.Tensor, p: float) -> None:
+    """selu_alpha_dropout's forward, in either mode."""
+    check_dtype("selu_alpha_dropout", x, "x")
+    check_probability("selu_alpha_dropout", p)
+
+
 def check_out(op: str, x: torch.Tensor, out: torch.Tensor) -> None:
     """An activation's out= form: the output matches the input, as the ops neither broadcast, cast nor resize."""
     check_dtype(op, x, "x")

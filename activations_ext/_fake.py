@@ -12,8 +12,8 @@ from activations_ext._checks import (
     check_backward,
     check_dtype,
     check_out,
-    check_probability,
     check_rng_state,
+    check_selu_alpha_dropout,
     check_selu_alpha_dropout_backward,
 )
 from activations_ext.catalog import ACTIVATIONS
@@ -65,8 +65,7 @@ def _check_no_recomputation(op: str) -> None:
 def _selu_alpha_dropout(
     x: torch.Tensor, p: float, *, generator: torch.Generator | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    check_dtype("selu_alpha_dropout", x, "x")
-    check_probability("selu_alpha_dropout", p)
+    check_selu_alpha_dropout(x, p)
     _check_no_recomputation("selu_alpha_dropout")
     return torch.empty_like(x), x.new_empty((2,), dtype=torch.int64)
 
@@ -83,7 +82,6 @@ if hasattr(torch.ops.act, "_selu_alpha_dropout_from_state"):  # the stable-ABI b
 
     @torch.library.register_fake("act::_selu_alpha_dropout_from_state")
     def _selu_alpha_dropout_from_state(x: torch.Tensor, rng_state: torch.Tensor, p: float) -> torch.Tensor:
-        check_dtype("selu_alpha_dropout", x, "x")
-        check_probability("selu_alpha_dropout", p)
+        check_selu_alpha_dropout(x, p)
         check_rng_state("selu_alpha_dropout", rng_state, x)
         return torch.empty_like(x)

@@ -218,11 +218,6 @@ class _SeluAlphaDropoutBackward(torch.autograd.Function):
         return of_grad, of_x, None, None
 
 
-def _check_selu_alpha_dropout(x: torch.Tensor, p: float) -> None:
-    _checks.check_dtype("selu_alpha_dropout", x, "x")
-    _checks.check_probability("selu_alpha_dropout", p)
-
-
 def _register_selu_alpha_dropout() -> None:
     _LIB.define("selu_alpha_dropout(Tensor x, float p, bool train, *, Generator? generator=None) -> Tensor")
     _LIB.define(
@@ -231,19 +226,19 @@ def _register_selu_alpha_dropout() -> None:
     )
 
     def selu_alpha_dropout(x: torch.Tensor, p: float, train: bool, *, generator: torch.Generator | None = None):
-        _check_selu_alpha_dropout(x, p)
+        _checks.check_selu_alpha_dropout(x, p)
         if not train or p == 0:
             return _OPS.selu(x)
         return _OPS._selu_alpha_dropout(x, p, generator=generator)[0]
 
     def train_forward(x: torch.Tensor, p: float, *, generator: torch.Generator | None = None):
-        _check_selu_alpha_dropout(x, p)
+        _checks.check_selu_alpha_dropout(x, p)
         # 63 random bits each for the Philox key and offset.
         rng_state = torch.empty(2, dtype=torch.int64, device=x.device).random_(generator=generator)
         return _OPS._selu_alpha_dropout_from_state(x, rng_state, p), rng_state
 
     def train_autograd(x: torch.Tensor, p: float, *, generator: torch.Generator | None = None):
-        _check_selu_alpha_dropout(x, p)
+        _checks.check_selu_alpha_dropout(x, p)
         if not _records_graph(x):
             with _below_autograd():
                 return _OPS._selu_alpha_dropout(x, p, generator=generator)
