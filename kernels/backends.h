@@ -15,7 +15,9 @@
 namespace act {
 
 constexpr int kMaxOperands = 3;  // the output and up to two inputs
-constexpr int kMaxDims = 25;     // as ATen's TensorIterator; ops.cpp copies rarer layouts to dense first
+// Every tensor's view fits: each dimension kept has a size of at least 2, and a tensor has fewer than
+// 2^63 elements, so at most 62 remain.
+constexpr int kMaxDims = 64;
 
 // Element (i_0, i_1, ...) of operand k (0 is the output) sits at sum_d i_d * strides[k][d]
 // elements from data[k]. Dimensions run innermost first; sizes are all > 1 except in a view of

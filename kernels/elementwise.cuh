@@ -55,8 +55,10 @@ constexpr int64_t kLargeRandomPacks = int64_t(1) << 18;
 // 2^16 to 2^22 elements, interleaved with torch) 4 was ahead of 8 for float, double and strided views
 // by 2-8%, and 16 behind by 5-25%: at these sizes more threads, not more bytes per thread, fill the GPU.
 constexpr int kMidElements = ACT_MID_ELEMENTS;
-// A launch indexes its packs and elements in 32 bits, so larger views go in parts.
+// A launch indexes its packs and elements in 32 bits, and describes at most as many dimensions as
+// ATen's TensorIterator does on CUDA (kernel parameters grow with them): other views go in parts.
 constexpr int64_t kMaxLaunchElements = (int64_t(1) << 31) - 1;
+constexpr int kMaxLaunchDims = 25;
 
 // n / divisor and n % divisor for n < 2^31 by a multiply-high and a shift (Granlund and Montgomery,
 // "Division by invariant integers using multiplication", 1994): a row of the view is found per
@@ -298,15 +300,34 @@ void launch_part(Op op, const StridedView& view, int64_t index_base, cudaStream_
   switch (view.ndim) {
     case 1: return launch_rows<0, T>(op, view, index_base, stream);
     case 2: return launch_rows<1, T>(op, view, index_base, stream);
-    default: return launch_rows<kMaxDims - 1, T>(op, view, index_base, stream);
+    default: return launch_rows<kMaxLaunchDims - 1, T>(op, view, index_base, stream);
   }
 }
 
-// Calls f on parts of `view` of at most kMaxLaunchElements elements each, split along the
-// outermost dimension (along the only one into multiples of 16 elements, which keeps each
-// part's 16-byte phase).
+// Calls f on parts of `view` that one launch takes. Past kMaxLaunchDims dimensions, a part per
+// index of the smallest dimension other than the innermost: few parts, as every dimension has a size
+// of at least 2 (26 dimensions over fewer than 2^40 elements give 2 parts). Past
+// kMaxLaunchElements elements, parts along the outermost dimension (along the only one, multiples
+// of 16 elements, which keeps each part's 16-byte phase).
 template <typename F>
 void for_each_part(const StridedView& view, int64_t item_size, int operands, F&& f) {
+  if (view.ndim > kMaxLaunchDims) {
+    int fixed = 1;
+    for (int d = 2; d < view.ndim; ++d) {
+      if (view.sizes[d] <= view.sizes[fixed]) fixed = d;
+    }
+    StridedView part = view;
+    --part.ndim;
+    for (int d = fixed; d < part.ndim; ++d) {
+      part.sizes[d] = view.sizes[d + 1];
+      for (int k = 0; k < operands; ++k) part.strides[k][d] = view.strides[k][d + 1];
+    }
+    for (int64_t i = 0; i < view.sizes[fixed]; ++i) {
+      for (int k = 0; k < operands; ++k) part.data[k] = view.data[k] + i * view.strides[k][fixed] * item_size;
+      for_each_part(part, item_size, operands, f);
+    }
+    return;
+  }
   const int64_t numel = view.numel();
   if (numel <= kMaxLaunchElements) return f(view);
   const int d = view.ndim - 1;

@@ -15,10 +15,9 @@ namespace act {
 
 // The operands as one StridedView: dimensions ordered innermost first by the output's strides
 // (the inputs' break ties; a stride of 0 says nothing about order), size-1 dimensions dropped,
-// and neighbours merged where every operand steps through them as through one. False when more
-// than kMaxDims dimensions remain.
+// and neighbours merged where every operand steps through them as through one.
 template <class Tensor>
-bool make_view(const Tensor& out, const Tensor* inputs, size_t n_inputs, StridedView& view) {
+void make_view(const Tensor& out, const Tensor* inputs, size_t n_inputs, StridedView& view) {
   const Tensor* operands[kMaxOperands] = {&out};
   int n_operands = 1;
   for (size_t i = 0; i < n_inputs; ++i) operands[n_operands++] = &inputs[i];
@@ -54,7 +53,7 @@ bool make_view(const Tensor& out, const Tensor* inputs, size_t n_inputs, Strided
       view.sizes[last] *= out.size(d);
       continue;
     }
-    if (view.ndim == kMaxDims) return false;
+    if (view.ndim == kMaxDims) throw std::length_error("act: more dimensions of size > 1 than elements allow");
     view.sizes[view.ndim] = out.size(d);
     for (int k = 0; k < n_operands; ++k) view.strides[k][view.ndim] = operands[k]->stride(d);
     ++view.ndim;
@@ -67,29 +66,16 @@ bool make_view(const Tensor& out, const Tensor* inputs, size_t n_inputs, Strided
   for (int k = 0; k < n_operands; ++k) {
     view.data[k] = static_cast<char*>(const_cast<void*>(operands[k]->const_data_ptr()));
   }
-  return true;
 }
 
 // out = F(inputs...), in one pass over any layouts: each operand is read and written where it
-// lies, with no staging copies. Only a layout of more than kMaxDims unmergeable dimensions goes
-// through copies laid out as `out` (itself, where it is dense, as every random op's output is: their
-// words are numbered by offsets in it). `Build` gives the build's tensor operations: is_dense,
-// empty_like, empty_contiguous_like, copy_ (returning its target), and launch<F>(out, view, args).
+// lies, with no staging copies. `Build::launch<F>(out, view, args)` runs the build's backend.
 template <template <typename> class F, class Build, class Tensor>
 void run_elementwise(const Tensor& out, std::initializer_list<Tensor> operands, const ArgsOf<F>& args) {
   if (out.numel() == 0) return;
   StridedView view;
-  if (make_view(out, operands.begin(), operands.size(), view)) return Build::template launch<F>(out, view, args);
-  const bool dense = Build::is_dense(out);
-  const Tensor target = dense ? out : Build::empty_contiguous_like(out);
-  Tensor inputs[kMaxOperands - 1];
-  int n_inputs = 0;
-  for (const auto& input : operands) inputs[n_inputs++] = Build::copy_(Build::empty_like(target), input);
-  if (!make_view(target, inputs, n_inputs, view)) {  // all laid out alike and dense: one dimension
-    throw std::logic_error("act: dense operands laid out alike did not merge");
-  }
-  Build::template launch<F>(target, view, args);
-  if (!dense) Build::copy_(out, target);
+  make_view(out, operands.begin(), operands.size(), view);
+  Build::template launch<F>(out, view, args);
 }
 
 }  // namespace act

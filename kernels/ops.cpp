@@ -63,13 +63,8 @@ void check_matches(const std::string& op, const at::Tensor& t, const char* arg, 
               shape_str(like.sizes()), ", but got ", shape_str(t.sizes()));
 }
 
-// The default build's tensor operations, for layout.h's run_elementwise.
+// How the default build hands a view to a backend, for layout.h's run_elementwise.
 struct AtenBuild {
-  static bool is_dense(const at::Tensor& t) { return t.is_non_overlapping_and_dense(); }
-  static at::Tensor empty_like(const at::Tensor& t) { return at::empty_like(t); }
-  static at::Tensor empty_contiguous_like(const at::Tensor& t) { return at::empty_like(t, at::MemoryFormat::Contiguous); }
-  static at::Tensor copy_(const at::Tensor& target, const at::Tensor& source) { return target.copy_(source); }
-
   template <template <typename> class F>
   static void launch(const at::Tensor& out, const StridedView& view, const ArgsOf<F>& args) {
 #ifdef ACT_WITH_CUDA

@@ -137,15 +137,8 @@ void check_no_partial_overlap(const Tensor& out, const Tensor& in) {
   }
 }
 
-// This build's tensor operations, for layout.h's run_elementwise.
+// How this build hands a view to a backend, for layout.h's run_elementwise.
 struct StableBuild {
-  static bool is_dense(const Tensor& t) { return non_overlapping_and_dense(t); }
-  static Tensor empty_like(const Tensor& t) { return torch::stable::empty_like(t); }
-  static Tensor empty_contiguous_like(const Tensor& t) {
-    return torch::stable::empty(t.sizes(), t.scalar_type(), std::nullopt, t.device());
-  }
-  static Tensor copy_(Tensor target, const Tensor& source) { return torch::stable::copy_(target, source); }
-
   template <template <typename> class F>
   static void launch(const Tensor& out, const StridedView& view, const ArgsOf<F>& args) {
 #ifdef ACT_WITH_CUDA

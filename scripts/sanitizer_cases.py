@@ -1,5 +1,5 @@
 """CUDA work for compute-sanitizer: every op (selu_alpha_dropout's forward and backward too), form and dtype on
-odd sizes, unaligned and strided views, rows and empty tensors.
+odd sizes, unaligned and strided views, rows, empty tensors, and more dimensions than one launch takes.
 
 Run it under memcheck, racecheck and initcheck (scripts/device_check.sh does); it also checks results, so a
 sanitizer-clean run that computes wrong values still fails.
@@ -58,6 +58,14 @@ def main() -> None:
                 grad = torch.ops.act.selu_alpha_dropout_backward(torch.ones_like(x), x, state, 0.3)
                 assert torch.equal(grad == 0, ~alpha_dropout_kept(y, 0.3))
                 checked += 1
+    # More dimensions than one launch describes (25): a reversed input into a contiguous result goes in parts.
+    # Compared on the CPU, whose elementwise loops take any number of dimensions.
+    x = torch.randn((2,) * 26, device="cuda", dtype=torch.bfloat16).permute(*range(25, -1, -1))
+    for op in ("selu", "relu"):
+        out = torch.empty(x.shape, dtype=x.dtype, device="cuda")
+        getattr(torch.ops.act, op)(x, out=out)
+        torch.testing.assert_close(out.cpu(), getattr(torch, op)(x.cpu()), rtol=2e-2, atol=1e-5)
+        checked += 1
     torch.cuda.synchronize()
     print(f"sanitizer cases: {checked} views x ops checked")
 

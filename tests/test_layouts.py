@@ -4,7 +4,7 @@ import collections
 
 import pytest
 import torch
-from conftest import STRIDED_LAYOUTS, make_layout, random_data, requires_cuda
+from conftest import FORWARD, STRIDED_LAYOUTS, assert_matches, make_layout, random_data, requires_cuda
 from torch.profiler import ProfilerActivity, profile
 
 ALLOCATING_OPS = {"aten::empty", "aten::empty_like", "aten::empty_strided", "aten::clone", "aten::contiguous"}
@@ -51,13 +51,32 @@ def test_strided_calls_allocate_only_their_result(device, op, layout):
             assert torch.cuda.memory_stats()["allocation.all.allocated"] - before == allocations, form
 
 
-def test_more_dimensions_than_the_launcher_takes_still_compute(device):
-    # 26 dimensions of size 2 that no two merge: past the 25 the one-pass path takes, through dense copies.
-    x = random_data((2,) * 26, torch.float32, device).permute(*range(25, -1, -1))
+def many_dimensions(dtype: torch.dtype, device: str) -> torch.Tensor:
+    """26 dimensions of size 2, laid out in reverse: more than one CUDA launch describes (25)."""
+    return random_data((2,) * 26, dtype, device).permute(*range(25, -1, -1))
+
+
+def test_more_dimensions_than_one_launch_takes_compute_in_place(device):
+    # The view merges into one dimension: a dense tensor in any order is one run of memory.
+    x = many_dimensions(torch.float32, device)
     expected = torch.relu(x)
-    assert torch.equal(torch.ops.act.relu(x), expected)
+    functional_equal = torch.equal(torch.ops.act.relu(x), expected)
     torch.ops.act.relu_(x)
-    assert torch.equal(x, expected)
+    in_place_equal = torch.equal(x, expected)
+    assert functional_equal and in_place_equal  # (not the tensors: pytest would print all 2^26 elements)
+
+
+@pytest.mark.parametrize("name", FORWARD)
+def test_more_dimensions_than_one_launch_takes_unmerged(device, name):
+    """A contiguous out= target for a reversed input: 26 dimensions that no two merge, read and written where they
+    lie (CUDA: in launches of at most 25), with no copy and no allocation."""
+    forward, _, reference = FORWARD[name]
+    x = many_dimensions(torch.bfloat16, device)
+    out = torch.full(x.shape, float("nan"), dtype=x.dtype, device=device)
+    calls = aten_calls(lambda: forward(x, out=out))
+    assert calls["aten::copy_"] == 0 and sum(calls[op] for op in ALLOCATING_OPS) == 0, dict(calls)
+    # Compared on the CPU, whose elementwise loops take any number of dimensions.
+    assert_matches(out.cpu(), reference(x.cpu().double()).contiguous(), torch.bfloat16)
 
 
 @requires_cuda
