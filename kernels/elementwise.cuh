@@ -37,6 +37,9 @@ struct alignas(sizeof(T) * N) Pack {
 #ifndef ACT_LARGE_PACKS_LOG2
 #define ACT_LARGE_PACKS_LOG2 22
 #endif
+#ifndef ACT_LARGE_RANDOM_PACKS_LOG2
+#define ACT_LARGE_RANDOM_PACKS_LOG2 18
+#endif
 #ifndef ACT_MID_ELEMENTS
 #define ACT_MID_ELEMENTS 4
 #endif
@@ -49,7 +52,7 @@ constexpr int64_t kLargePacks = int64_t(1) << ACT_LARGE_PACKS_LOG2;
 // A random op computes a Philox block per pack, arithmetic that several packs a thread overlap better with
 // their loads: on the H100 its bfloat16 forward at 2^24 elements (2^21 packs) reached 80% of a copy with
 // kUnrollLarge packs a thread and 76% with one.
-constexpr int64_t kLargeRandomPacks = int64_t(1) << 18;
+constexpr int64_t kLargeRandomPacks = int64_t(1) << ACT_LARGE_RANDOM_PACKS_LOG2;
 // Below that, each thread takes at least this many elements: one 16-byte pack of float or of a
 // 16-bit type, two of double, four single elements of a strided view. On the H100 (tune_launch.py,
 // 2^16 to 2^22 elements, interleaved with torch) 4 was ahead of 8 for float, double and strided views

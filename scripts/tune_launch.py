@@ -26,6 +26,8 @@ CONFIGS = {
     "unroll 4 from 2^18 packs": "-DACT_LARGE_PACKS_LOG2=18",
     "unroll 2 from 2^16 packs": "-DACT_LARGE_PACKS_LOG2=16 -DACT_UNROLL_LARGE=2",
     "unroll 2 from 2^18 packs": "-DACT_LARGE_PACKS_LOG2=18 -DACT_UNROLL_LARGE=2",
+    "random ops: unroll 4 from 2^16 packs": "-DACT_LARGE_RANDOM_PACKS_LOG2=16",
+    "random ops: unroll 4 from 2^20 packs": "-DACT_LARGE_RANDOM_PACKS_LOG2=20",
     "mid 4 elements per thread": "-DACT_MID_ELEMENTS=4",
     "mid 16 elements per thread": "-DACT_MID_ELEMENTS=16",
     "mid 16 elements, 256 threads": "-DACT_MID_ELEMENTS=16 -DACT_THREADS=256",
