@@ -11,7 +11,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include <bit>
+#include <cstring>
 #include <type_traits>
 
 #include "philox.h"
@@ -34,6 +34,15 @@ C10_HOST_DEVICE inline float exp_of(float x) { return ::expf(x); }
 C10_HOST_DEVICE inline double exp_of(double x) { return ::exp(x); }
 
 #ifndef __CUDA_ARCH__
+// std::bit_cast, which C++17 lacks: torch 2.11 builds extensions as C++17.
+template <typename To, typename From>
+inline To bits_as(const From& from) {
+  static_assert(sizeof(To) == sizeof(From), "same size");
+  To to;
+  std::memcpy(&to, &from, sizeof(To));
+  return to;
+}
+
 // expm1(x) for float x <= 0 on the CPU, in double arithmetic the compiler vectorizes (a call to
 // expm1f keeps the whole loop scalar): x = k ln2 + r with |r| <= ln2 / 2, expm1(r) by its Taylor
 // series to r^11 (relative error < 1e-12), and expm1(x) = 2^k expm1(r) + (2^k - 1). Rounded to
@@ -51,8 +60,8 @@ inline float expm1_nonpositive_host(float x_in) {
   const double p =
       r * (1 + r * (1. / 2 + r * (1. / 6 + r * (1. / 24 + r * (1. / 120 + r * (1. / 720 + r * (1. / 5040 +
       r * (1. / 40320 + r * (1. / 362880 + r * (1. / 3628800 + r * (1. / 39916800)))))))))));
-  const uint64_t k_bits = std::bit_cast<uint64_t>(shifted) - std::bit_cast<uint64_t>(kRound);  // k, two's complement
-  const double two_k = std::bit_cast<double>((k_bits + 1023) << 52);
+  const uint64_t k_bits = bits_as<uint64_t>(shifted) - bits_as<uint64_t>(kRound);  // k, two's complement
+  const double two_k = bits_as<double>((k_bits + 1023) << 52);
   return static_cast<float>(k == 0 ? p : two_k * p + (two_k - 1));
 }
 #endif

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Build, test and benchmark on a GPU machine; full logs go to $OUT (default: device-logs/).
-# Usage: bash scripts/device_check.sh [all|test|sanitize|bench|fusion] [pytest arguments, default: tests]
-#   test:     build, SASS check, the whole test suite
+# Usage: bash scripts/device_check.sh [all|test|sanitize|bench|fusion|snn|stable] [pytest arguments, default: tests]
+#   test:     build, SASS check, the whole test suite (without arguments: its >25-dimension tests first, alone,
+#             under a time limit)
 #   sanitize: compute-sanitizer memcheck, racecheck and initcheck over scripts/sanitizer_cases.py
 #   bench:    the main job, the benchmark (mid sizes, large sizes, the strided and chunk layouts)
 #   fusion:   the torch.compile fusion benchmark
 #   snn:      the fused SELU + AlphaDropout benchmark rows (and memory), and the SNN example on the GPU
 #   stable:   the stable-ABI variant built beside the default build: the main job (per-call host times
-#             included) with each build, then its tests on the GPU (name test files: the whole suite does not
-#             fit one call beside the build)
+#             included) with each build, then the tests named (default: the whole suite, which does not fit
+#             one call beside the build)
 #   all:      all six (longer than one 10-minute device call: run the stages as calls on a warm machine)
 # The build is skipped when the extension is newer than every source it is built from.
 set -uo pipefail
@@ -16,7 +17,7 @@ stage=${1:-all}
 [ $# -gt 0 ] && shift
 case "$stage" in all|test|sanitize|bench|fusion|snn|stable) ;; *) echo "unknown stage: $stage (all, test, sanitize, bench, fusion, snn or stable)"; exit 2 ;; esac
 OUT=${OUT:-device-logs}
-mkdir -p "$OUT"
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)  # absolute: the stable stage works in another directory
 export PYTHONUNBUFFERED=1 ACT_EXPECT_CUDA_BUILD=1
 
 build() {
@@ -45,19 +46,19 @@ test_stage() {
          "local loads/stores (LDL/STL): $(grep -cE '\b(LDL|STL)\b' "$sass")" \
          "kernels with a stack frame: $(grep -c 'STACK:[1-9]' "$OUT/res_usage.txt")"
 
-    # Views of more dimensions than one launch takes once kept an earlier form of this path busy for minutes on
-    # the GPU: they run first, alone, under a time limit, so that a hang cannot take the suite's time.
-    many_dims="more_dimensions_than_one_launch or more_than_25_dimensions"
-    echo "== tests of more than 25 dimensions (limit 240 s)"
-    timeout 240 python3 -m pytest -q -rs -p no:cacheprovider --durations=5 tests/test_layouts.py \
-        tests/test_alpha_dropout.py -k "$many_dims" > "$OUT/tests_many_dims.log" 2>&1
-    echo "exit $? | $(tail -1 "$OUT/tests_many_dims.log")"
-
-    echo "== tests"
     # Test files or pytest options given after the stage replace the default of the whole suite.
-    [ $# -gt 0 ] || set -- tests
-    python3 -m pytest -q -rs -p no:cacheprovider -k "not ($many_dims)" "$@" 2>&1 | tee "$OUT/tests.log" \
-        | grep -vE "^SKIPPED" | tail -15
+    if [ $# -eq 0 ]; then
+        # Views of more dimensions than one launch takes once kept an earlier form of this path busy for
+        # minutes on the GPU: they run first, alone, under a time limit, so that a hang cannot take the call.
+        many_dims="more_dimensions_than_one_launch or more_than_25_dimensions"
+        echo "== tests of more than 25 dimensions (limit 240 s)"
+        timeout 240 python3 -m pytest -q -rs -p no:cacheprovider --durations=5 tests/test_layouts.py \
+            tests/test_alpha_dropout.py -k "$many_dims" > "$OUT/tests_many_dims.log" 2>&1
+        echo "exit $? | $(tail -1 "$OUT/tests_many_dims.log")"
+        set -- -k "not ($many_dims)" tests
+    fi
+    echo "== tests"
+    python3 -m pytest -q -rs -p no:cacheprovider "$@" 2>&1 | tee "$OUT/tests.log" | grep -vE "^SKIPPED" | tail -15
 }
 
 sanitize_stage() {
@@ -109,11 +110,12 @@ stable_stage() {
     echo "== stable-ABI variant: built in place in a copy of the checkout, which then shadows the default build"
     work=/tmp/act-stable
     rm -rf "$work" && mkdir -p "$work"
-    tar -c --exclude=./build --exclude=./.venv --exclude="./$OUT" --exclude="./activations_ext/_C*" \
-        --exclude=./activations_ext/_build_info.py . | tar -x -C "$work"
+    tar -cf - --exclude=./build --exclude=./.venv --exclude="./${OUT#"$PWD"/}" --exclude="./activations_ext/_C*" \
+        --exclude=./activations_ext/_build_info.py . | tar -xf - -C "$work"
     (cd "$work" && ACT_STABLE_ABI=1 MAX_JOBS=16 python3 setup.py build_ext --inplace > "$OUT/build_stable.log" 2>&1) ||
         { tail -30 "$OUT/build_stable.log"; return 1; }
-    (cd "$work" && python3 -c "import activations_ext as a; assert a.STABLE_ABI, a.__file__; print('loads', a._C.__file__)")
+    (cd "$work" && python3 -c "import activations_ext as a; assert a.STABLE_ABI, a.__file__; print('loads', a._C.__file__)") ||
+        return 1
     echo "== main job, stable-ABI build"
     (cd "$work" && python3 -m activations_ext --device cuda --json "$OUT/main_stable.json") > "$OUT/main_stable.log" 2>&1
     echo "exit $?"; grep -A8 "per-call host time" "$OUT/main_stable.log"

@@ -66,6 +66,11 @@ def main() -> None:
         getattr(torch.ops.act, op)(x, out=out)
         torch.testing.assert_close(out.cpu(), getattr(torch, op)(x.cpu()), rtol=2e-2, atol=1e-5)
         checked += 1
+    # The random op's backward with a contiguous gradient: in parts, its words still numbered as the forward's.
+    y, state = torch.ops.act._selu_alpha_dropout(x, 0.3)
+    grad = torch.ops.act.selu_alpha_dropout_backward(torch.ones(x.shape, dtype=x.dtype, device="cuda"), x, state, 0.3)
+    assert torch.equal(grad == 0, ~alpha_dropout_kept(y, 0.3))
+    checked += 1
     torch.cuda.synchronize()
     print(f"sanitizer cases: {checked} views x ops checked")
 

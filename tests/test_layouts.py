@@ -56,8 +56,8 @@ def many_dimensions(dtype: torch.dtype, device: str) -> torch.Tensor:
     return random_data((2,) * 26, dtype, device).permute(*range(25, -1, -1))
 
 
-def test_more_dimensions_than_one_launch_takes_compute_in_place(device):
-    # The view merges into one dimension: a dense tensor in any order is one run of memory.
+def test_dense_in_any_order_is_one_dimension(device):
+    # 26 dimensions that merge into one: a dense tensor in any order is one run of memory.
     x = many_dimensions(torch.float32, device)
     expected = torch.relu(x)
     functional_equal = torch.equal(torch.ops.act.relu(x), expected)
