@@ -31,6 +31,13 @@ def views(n: int) -> list[Callable[[torch.Tensor], torch.Tensor]]:
     return cases
 
 
+def check_random_op(x: torch.Tensor, grad_output: torch.Tensor) -> None:
+    """The random op's backward replays its forward's mask: a zero gradient exactly where it dropped."""
+    y, state = torch.ops.act._selu_alpha_dropout(x, 0.3)
+    grad = torch.ops.act.selu_alpha_dropout_backward(grad_output, x, state, 0.3)
+    assert torch.equal(grad == 0, ~alpha_dropout_kept(y, 0.3))
+
+
 def main() -> None:
     checked = 0
     for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
@@ -53,10 +60,7 @@ def main() -> None:
                         torch.testing.assert_close(t, reference, rtol=2e-2, atol=1e-5)
                     assert grad.shape == x.shape
                     checked += 1
-                # The random op: its backward replays the forward's mask (zero gradient exactly where it dropped).
-                y, state = torch.ops.act._selu_alpha_dropout(x, 0.3)
-                grad = torch.ops.act.selu_alpha_dropout_backward(torch.ones_like(x), x, state, 0.3)
-                assert torch.equal(grad == 0, ~alpha_dropout_kept(y, 0.3))
+                check_random_op(x, torch.ones_like(x))
                 checked += 1
     # More dimensions than one launch describes (25): a reversed input into a contiguous result goes in parts.
     # Compared on the CPU, whose elementwise loops take any number of dimensions.
@@ -67,9 +71,7 @@ def main() -> None:
         torch.testing.assert_close(out.cpu(), getattr(torch, op)(x.cpu()), rtol=2e-2, atol=1e-5)
         checked += 1
     # The random op's backward with a contiguous gradient: in parts, its words still numbered as the forward's.
-    y, state = torch.ops.act._selu_alpha_dropout(x, 0.3)
-    grad = torch.ops.act.selu_alpha_dropout_backward(torch.ones(x.shape, dtype=x.dtype, device="cuda"), x, state, 0.3)
-    assert torch.equal(grad == 0, ~alpha_dropout_kept(y, 0.3))
+    check_random_op(x, torch.ones(x.shape, dtype=x.dtype, device="cuda"))
     checked += 1
     torch.cuda.synchronize()
     print(f"sanitizer cases: {checked} views x ops checked")
