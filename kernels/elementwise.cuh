@@ -26,38 +26,34 @@ struct alignas(sizeof(T) * N) Pack {
   T v[N];
 };
 
-// Launch shape. The defaults are the best of scripts/tune_launch.py's sweep on an H100; the
-// macros let that script build the alternatives.
+// Launch shape. The defaults are the best of scripts/probe_launch.py's sweep on an H100 and an H200
+// (docs/benchmarks/probe_launch_*.txt); the macros let scripts/tune_launch.py build alternatives.
 #ifndef ACT_THREADS
 #define ACT_THREADS 128
 #endif
-#ifndef ACT_UNROLL_LARGE
-#define ACT_UNROLL_LARGE 4
+#ifndef ACT_ELEMENTS
+#define ACT_ELEMENTS 4
 #endif
-#ifndef ACT_LARGE_PACKS_LOG2
-#define ACT_LARGE_PACKS_LOG2 22
+#ifndef ACT_RANDOM_UNROLL
+#define ACT_RANDOM_UNROLL 4
 #endif
-#ifndef ACT_LARGE_RANDOM_PACKS_LOG2
-#define ACT_LARGE_RANDOM_PACKS_LOG2 18
-#endif
-#ifndef ACT_MID_ELEMENTS
-#define ACT_MID_ELEMENTS 4
+#ifndef ACT_RANDOM_UNROLL_PACKS_LOG2
+#define ACT_RANDOM_UNROLL_PACKS_LOG2 21
 #endif
 constexpr int kThreads = ACT_THREADS;
-// Packs each thread loads before it uses the first: several in flight cover DRAM latency on
-// large tensors, but on mid-size ones they leave too few threads to fill the GPU.
-constexpr int kUnrollLarge = ACT_UNROLL_LARGE;
-// From this many packs (2^22 packs: 64 MiB) every SM stays busy at kUnrollLarge.
-constexpr int64_t kLargePacks = int64_t(1) << ACT_LARGE_PACKS_LOG2;
-// A random op computes a Philox block per pack, arithmetic that several packs a thread overlap better with
-// their loads: on the H100 its bfloat16 forward at 2^24 elements (2^21 packs) reached 80% of a copy with
-// kUnrollLarge packs a thread and 76% with one.
-constexpr int64_t kLargeRandomPacks = int64_t(1) << ACT_LARGE_RANDOM_PACKS_LOG2;
-// Below that, each thread takes at least this many elements: one 16-byte pack of float or of a
-// 16-bit type, two of double, four single elements of a strided view. On the H100 (tune_launch.py,
-// 2^16 to 2^22 elements, interleaved with torch) 4 was ahead of 8 for float, double and strided views
-// by 2-8%, and 16 behind by 5-25%: at these sizes more threads, not more bytes per thread, fill the GPU.
-constexpr int kMidElements = ACT_MID_ELEMENTS;
+// Each thread takes at least this many elements, at every size: one 16-byte pack of float or of a
+// 16-bit type, two of double, four single elements of a strided view (torch's own shape). More packs a
+// thread (once 4 from 2^22 packs, a fit to the H100) left large float and bfloat16 tensors at 96-98% of
+// a copy on the H200, and mid-size ones up to 10% behind on both chips: more threads, not more bytes
+// in flight per thread, fill the GPU.
+constexpr int kElements = ACT_ELEMENTS;
+// A random op computes a Philox block per pack, arithmetic that several packs a thread overlap better
+// with their loads once there are enough threads to fill every SM several times over: from 2^21 packs
+// (2^24 bfloat16 elements) its forward at 4 packs a thread reached 93-101% of a copy on the H100 and
+// 79-83% on the H200 (one pack: 83-91% and 63-71%); below, one pack a thread was ahead on both but
+// for float32 at 2^20 packs on the H200 (77% against 80%).
+constexpr int kRandomUnroll = ACT_RANDOM_UNROLL;
+constexpr int64_t kRandomUnrollPacks = int64_t(1) << ACT_RANDOM_UNROLL_PACKS_LOG2;
 // A launch indexes its packs and elements in 32 bits, and describes at most as many dimensions as
 // ATen's TensorIterator does on CUDA (kernel parameters grow with them): other views go in parts.
 constexpr int64_t kMaxLaunchElements = (int64_t(1) << 31) - 1;
@@ -238,20 +234,21 @@ strided_activation_kernel(Op op, Pointers<T, Op::arity + 1> ptr, Rows<Op::arity 
 template <int VEC, typename T, typename Op, int D>
 void launch(Op op, Pointers<T, Op::arity + 1> ptr, const Rows<Op::arity + 1, D>& rows, int64_t n_packs,
             int64_t n_singles, int64_t index_base, cudaStream_t stream) {
-  constexpr int kUnrollMid = std::max(1, kMidElements / VEC);
-  constexpr int kUnroll = std::max(kUnrollLarge, kUnrollMid);
-  const bool large = n_packs >= (IsRandom<Op>::value ? kLargeRandomPacks : kLargePacks);
-  const int64_t per_block = int64_t(kThreads) * (large ? kUnroll : kUnrollMid);
-  const int64_t blocks =
-      std::max<int64_t>({1, (n_packs + per_block - 1) / per_block, (n_singles + kThreads - 1) / kThreads});
-  const auto grid = static_cast<unsigned>(blocks);
-  if (large) {
-    strided_activation_kernel<VEC, kUnroll><<<grid, kThreads, 0, stream>>>(op, ptr, rows, n_packs, n_singles,
-                                                                        index_base);
-  } else {
-    strided_activation_kernel<VEC, kUnrollMid><<<grid, kThreads, 0, stream>>>(op, ptr, rows, n_packs, n_singles,
-                                                                        index_base);
+  constexpr int kUnroll = std::max(1, kElements / VEC);
+  const auto run = [&](auto unroll) {
+    constexpr int U = decltype(unroll)::value;
+    const int64_t blocks = std::max<int64_t>(
+        {1, (n_packs + int64_t(kThreads) * U - 1) / (int64_t(kThreads) * U), (n_singles + kThreads - 1) / kThreads});
+    strided_activation_kernel<VEC, U><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+        op, ptr, rows, n_packs, n_singles, index_base);
+  };
+  if constexpr (IsRandom<Op>::value) {
+    if (n_packs >= kRandomUnrollPacks) {
+      run(std::integral_constant<int, std::max(kRandomUnroll, kUnroll)>{});
+      return runtime::check_launch();
+    }
   }
+  run(std::integral_constant<int, kUnroll>{});
   runtime::check_launch();
 }
 

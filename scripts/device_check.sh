@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build, test and benchmark on a GPU machine; full logs go to $OUT (default: device-logs/).
-# Usage: bash scripts/device_check.sh [all|test|sanitize|bench|fusion|snn|stable] [pytest arguments, default: tests]
+# Usage: bash scripts/device_check.sh [all|test|sanitize|bench|fusion|snn|stable|probe] [pytest arguments, default: tests]
 #   test:     build, SASS check, the whole test suite (without arguments: its >25-dimension tests first, alone,
 #             under a time limit)
 #   sanitize: compute-sanitizer memcheck, racecheck and initcheck over scripts/sanitizer_cases.py
@@ -10,12 +10,14 @@
 #   stable:   the stable-ABI variant built beside the default build: the main job (per-call host times
 #             included) with each build, then the tests named (default: the whole suite, which does not fit
 #             one call beside the build)
-#   all:      all six (longer than one 10-minute device call: run the stages as calls on a warm machine)
+#   probe:    scripts/probe_launch.py's sweep of launch shapes (one build of its own), then ncu on our kernel and
+#             torch's at 2^20 elements (occupancy, waves, DRAM throughput); no package build
+#   all:      all but probe (longer than one 10-minute device call: run the stages as calls on a warm machine)
 # The build is skipped when the extension is newer than every source it is built from.
 set -uo pipefail
 stage=${1:-all}
 [ $# -gt 0 ] && shift
-case "$stage" in all|test|sanitize|bench|fusion|snn|stable) ;; *) echo "unknown stage: $stage (all, test, sanitize, bench, fusion, snn or stable)"; exit 2 ;; esac
+case "$stage" in all|test|sanitize|bench|fusion|snn|stable|probe) ;; *) echo "unknown stage: $stage (all, test, sanitize, bench, fusion, snn, stable or probe)"; exit 2 ;; esac
 OUT=${OUT:-device-logs}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)  # absolute: the stable stage works in another directory
 export PYTHONUNBUFFERED=1 ACT_EXPECT_CUDA_BUILD=1
@@ -124,7 +126,18 @@ stable_stage() {
     grep -vE "^SKIPPED" "$OUT/tests_stable.log" | tail -15
 }
 
+probe_stage() {
+    echo "== launch shapes (scripts/probe_launch.py)"
+    python3 scripts/probe_launch.py --json "$OUT/probe.json" 2>&1 | tee "$OUT/probe.txt" | cut -c1-150
+    echo "== ncu at 2^20 elements: our kernel and torch's"
+    timeout 240 ncu --clock-control none --kernel-name regex:"strided_activation_kernel|vectorized_elementwise" --section SpeedOfLight \
+        --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
+        python3 scripts/probe_launch.py --ncu > "$OUT/ncu_mid.txt" 2>&1
+    echo "exit $? | $(grep -cE "strided_activation_kernel|vectorized_elementwise" "$OUT/ncu_mid.txt") kernel lines"
+}
+
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
+[ "$stage" = probe ] && { probe_stage; exit 0; }
 build
 case "$stage" in
     test) test_stage "$@" ;;

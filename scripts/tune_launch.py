@@ -15,22 +15,14 @@ import sys
 import tempfile
 
 CONFIGS = {
-    "default (128 threads, unroll 4 from 2^22 packs)": "",
+    "default (128 threads, 4 elements a thread; random ops: 4 packs from 2^21 packs)": "",
     "256 threads": "-DACT_THREADS=256",
-    "512 threads": "-DACT_THREADS=512",
-    "unroll 2 large": "-DACT_UNROLL_LARGE=2",
-    "unroll 8 large": "-DACT_UNROLL_LARGE=8",
-    "unroll 4 from 2^20 packs": "-DACT_LARGE_PACKS_LOG2=20",
-    "unroll 4 from 2^24 packs": "-DACT_LARGE_PACKS_LOG2=24",
-    "unroll 4 from 2^16 packs": "-DACT_LARGE_PACKS_LOG2=16",
-    "unroll 4 from 2^18 packs": "-DACT_LARGE_PACKS_LOG2=18",
-    "unroll 2 from 2^16 packs": "-DACT_LARGE_PACKS_LOG2=16 -DACT_UNROLL_LARGE=2",
-    "unroll 2 from 2^18 packs": "-DACT_LARGE_PACKS_LOG2=18 -DACT_UNROLL_LARGE=2",
-    "random ops: unroll 4 from 2^16 packs": "-DACT_LARGE_RANDOM_PACKS_LOG2=16",
-    "random ops: unroll 4 from 2^20 packs": "-DACT_LARGE_RANDOM_PACKS_LOG2=20",
-    "mid 4 elements per thread": "-DACT_MID_ELEMENTS=4",
-    "mid 16 elements per thread": "-DACT_MID_ELEMENTS=16",
-    "mid 16 elements, 256 threads": "-DACT_MID_ELEMENTS=16 -DACT_THREADS=256",
+    "8 elements a thread": "-DACT_ELEMENTS=8",
+    "16 elements a thread": "-DACT_ELEMENTS=16",
+    "random ops: 2 packs a thread": "-DACT_RANDOM_UNROLL=2",
+    "random ops: 8 packs a thread": "-DACT_RANDOM_UNROLL=8",
+    "random ops: 4 packs from 2^19 packs": "-DACT_RANDOM_UNROLL_PACKS_LOG2=19",
+    "random ops: 4 packs from 2^23 packs": "-DACT_RANDOM_UNROLL_PACKS_LOG2=23",
 }
 DEFAULTS = {
     "ops": ["selu", "relu", "selu_backward"],

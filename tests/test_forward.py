@@ -121,8 +121,8 @@ def test_selu_keeps_precision_near_zero(device):
 
 @requires_cuda
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_large_tensors_take_the_unrolled_path(dtype):
-    # Past 2^22 16-byte packs the launcher switches to several packs per thread.
+def test_large_tensors_with_a_head_and_a_tail(dtype):
+    # Past 2^22 16-byte packs, starting one element past a 16-byte boundary: every pack and single covered.
     n = (1 << 22) * (16 // torch.empty((), dtype=dtype).element_size()) + 13
     x = random_data((n + 1,), dtype, "cuda")[1:]
     assert_matches(torch.ops.act.selu(x).cpu(), FORWARD["selu"][2](x.cpu()), dtype)

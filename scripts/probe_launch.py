@@ -1,0 +1,170 @@
+"""Times the shipped CUDA kernel in many launch shapes from one build, on the GPU at hand.
+
+Usage (on the GPU machine, from the repository root): ``python3 scripts/probe_launch.py [--json PATH]`` for the
+sweep, or ``python3 scripts/probe_launch.py --ncu`` under ``ncu`` for one launch of each kernel that the mid-size
+question is about. ``scripts/tune_launch.py`` rebuilds the package per shape; this probe compiles
+``scripts/probe_launch.cu`` (the same kernel on dense tensors) once per block size and picks the packs per
+thread and the grid at run time, so a whole sweep fits one device call. Each shape's output is checked against
+one reference shape's (bit for bit: the same functor on the same elements) before it is timed.
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+from torch.utils import cpp_extension
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# The package's timing helpers, from their file: the probe needs no build of the package.
+sys.path.insert(0, os.path.join(HERE, "..", "activations_ext"))
+from timing import interleaved_median_seconds  # noqa: E402
+
+THREADS = (128, 256)
+UNROLLS = (1, 2, 4, 8)
+WAVES = (1, 2, 4)  # grids capped at this many full waves of resident blocks, the rest by the grid-stride loop
+SIZES = [2**e for e in range(16, 29, 2)]
+CASES = [
+    ("relu", torch.float32),
+    ("selu", torch.float32),
+    ("relu", torch.bfloat16),
+    ("selu", torch.bfloat16),
+    ("selu_alpha_dropout", torch.bfloat16),
+    ("selu_alpha_dropout", torch.float32),
+]
+
+
+def build(threads: int) -> object:
+    """The probe module compiled with ``threads`` threads a block."""
+    return cpp_extension.load(
+        name=f"act_probe_{threads}",
+        sources=[os.path.join(HERE, "probe_launch.cu")],
+        extra_cuda_cflags=["-O3", f"-DACT_THREADS={threads}", "-DACT_WITH_CUDA"],
+        extra_cflags=["-DACT_WITH_CUDA"],
+        verbose=False,
+    )
+
+
+def torch_op(op: str) -> Callable[[torch.Tensor], torch.Tensor]:
+    if op == "selu":
+        return torch.selu
+    if op == "relu":
+        return torch.relu
+    return lambda x: torch.nn.functional.alpha_dropout(torch.selu(x), 0.1, True)
+
+
+def shipped_unroll(op: str, n_packs: int) -> int:
+    """kernels/elementwise.cuh's packs a thread for a dense float or bfloat16 tensor of ``n_packs`` packs."""
+    return 4 if op == "selu_alpha_dropout" and n_packs >= 2**21 else 1
+
+
+def shapes_for(modules: dict, n_packs: int) -> dict[str, tuple]:
+    """Every shape to time for a tensor of ``n_packs`` packs: (module, packs a thread, grid cap or 0)."""
+    props = torch.cuda.get_device_properties(0)
+    shapes = {}
+    for threads, module in modules.items():
+        resident = props.multi_processor_count * (props.max_threads_per_multi_processor // threads)
+        for unroll in UNROLLS:
+            shapes[f"t{threads} u{unroll}"] = (module, unroll, 0)
+            for waves in WAVES:
+                if unroll in (1, 4) and resident * waves * threads * unroll < n_packs:
+                    shapes[f"t{threads} u{unroll} w{waves}"] = (module, unroll, resident * waves)
+    return shapes
+
+
+def time_row(modules: dict, op: str, dtype: torch.dtype, n: int, repeats: int) -> dict:
+    """Every shape, torch's op and a copy of the same bytes, interleaved, on ``n`` standard-normal elements."""
+    x = torch.randn(n, device="cuda", dtype=dtype)
+    out, copy_out = torch.empty_like(x), torch.empty_like(x)
+    bits = torch.int16 if x.element_size() == 2 else torch.int32
+    n_packs = n * x.element_size() // 16
+
+    def launcher(module: object, unroll: int, blocks: int) -> Callable[[], None]:
+        return lambda: module.run(op, out, x, unroll, blocks)
+
+    fns: dict[str, Callable[[], object]] = {}
+    reference = None
+    for name, shape in shapes_for(modules, n_packs).items():
+        fns[name] = launcher(*shape)
+        out.fill_(float("nan"))
+        fns[name]()
+        if reference is None:
+            reference = out.clone()
+        elif not torch.equal(out.view(bits), reference.view(bits)):
+            raise AssertionError(f"{op} {dtype} {n}: shape {name} differs from the first shape's output")
+    fns["torch"] = lambda: torch_op(op)(x)
+    fns["copy"] = lambda: copy_out.copy_(x)
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, seconds in interleaved_median_seconds(fns, x.device).items():
+            samples[name].append(seconds)
+    return {
+        "op": op,
+        "dtype": str(dtype).removeprefix("torch."),
+        "numel": n,
+        "shipped": f"t128 u{shipped_unroll(op, n_packs)}",
+        "us": {name: statistics.median(s) * 1e6 for name, s in samples.items()},
+    }
+
+
+def sweep(modules: dict, repeats: int) -> list[dict]:
+    rows = []
+    for op, dtype in CASES:
+        for n in SIZES:
+            rows.append(time_row(modules, op, dtype, n, repeats))
+            print(format_row(rows[-1]), flush=True)
+    return rows
+
+
+def format_row(row: dict) -> str:
+    us = row["us"]
+    ours = {k: v for k, v in us.items() if k not in ("torch", "copy")}
+    best = min(ours, key=ours.get)
+    pct = lambda k: 100 * us["copy"] / us[k]  # noqa: E731
+    return (
+        f"{row['op']:18} {row['dtype']:8} 2^{int(math.log2(row['numel'])):<2} copy {us['copy']:8.1f} us | "
+        f"torch {pct('torch'):5.1f}% | shipped {row['shipped']:8} {pct(row['shipped']):5.1f}% "
+        f"({us['torch'] / us[row['shipped']]:.3f}x torch) | best {best:12} {pct(best):5.1f}% "
+        f"({us['torch'] / us[best]:.3f}x torch) | " + " ".join(f"{k}:{pct(k):.0f}" for k in ours)
+    )
+
+
+def ncu_launches(modules: dict) -> None:
+    """One launch each, at 2^20 elements: our shipped shape and torch's kernel, for ncu to profile."""
+    for op, dtype in (("relu", torch.float32), ("relu", torch.bfloat16), ("selu", torch.float32)):
+        x = torch.randn(2**20, device="cuda", dtype=dtype)
+        out = torch.empty_like(x)
+        modules[128].run(op, out, x, shipped_unroll(op, x.numel() * x.element_size() // 16), 0)
+        torch_op(op)(x)
+    torch.cuda.synchronize()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--json", help="write the rows here")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--ncu", action="store_true", help="one launch per kernel, for ncu")
+    args = parser.parse_args()
+    with ThreadPoolExecutor(len(THREADS)) as pool:
+        modules = dict(zip(THREADS, pool.map(build, THREADS), strict=True))
+    if args.ncu:
+        return ncu_launches(modules)
+    print(
+        f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}; % of a device copy's bandwidth, "
+        f"medians of {args.repeats} interleaved runs; t: threads a block, u: packs a thread, w: grid capped at "
+        f"w waves of resident blocks",
+        flush=True,
+    )
+    rows = sweep(modules, args.repeats)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
