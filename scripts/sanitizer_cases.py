@@ -2,7 +2,9 @@
 odd sizes, unaligned and strided views, rows, empty tensors, and more dimensions than one launch takes.
 
 Run it under memcheck, racecheck and initcheck (scripts/device_check.sh does); it also checks results, so a
-sanitizer-clean run that computes wrong values still fails.
+sanitizer-clean run that computes wrong values still fails. Every input and reference is made on the CPU and
+copied over: initcheck, restricted to our kernels, counts memory written by torch's own kernels as uninitialized
+(their writes are not instrumented), so inputs made on the GPU would be reported at every read.
 """
 
 from collections.abc import Callable
@@ -31,47 +33,50 @@ def views(n: int) -> list[Callable[[torch.Tensor], torch.Tensor]]:
     return cases
 
 
-def check_random_op(x: torch.Tensor, grad_output: torch.Tensor) -> None:
-    """The random op's backward replays its forward's mask: a zero gradient exactly where it dropped."""
+def on_gpu(t: torch.Tensor) -> torch.Tensor:
+    """A CPU tensor copied to the GPU with its strides (a host-to-device copy initializes the memory it writes)."""
+    return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="cuda").copy_(t)
+
+
+def check_random_op(x: torch.Tensor) -> None:
+    """The random op's backward, at a contiguous gradient of ones, replays its forward's mask: a zero gradient
+    exactly where it dropped."""
     y, state = torch.ops.act._selu_alpha_dropout(x, 0.3)
-    grad = torch.ops.act.selu_alpha_dropout_backward(grad_output, x, state, 0.3)
-    assert torch.equal(grad == 0, ~alpha_dropout_kept(y, 0.3))
+    grad = torch.ops.act.selu_alpha_dropout_backward(on_gpu(torch.ones(x.shape, dtype=x.dtype)), x, state, 0.3)
+    assert torch.equal(grad.cpu() == 0, ~alpha_dropout_kept(y.cpu(), 0.3))
 
 
 def main() -> None:
     checked = 0
     for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
         for n in SIZES:
-            base = torch.randn(2 * n + 16, device="cuda", dtype=torch.float64).to(dtype)
+            base_cpu = torch.randn(2 * n + 16, dtype=torch.float64).to(dtype)
+            base = on_gpu(base_cpu)
             for view in views(n):
                 x = view(base)
                 for op in ("selu", "relu"):
-                    reference = getattr(torch, op)(x)
+                    reference = getattr(torch, op)(view(base_cpu))
                     ours = getattr(torch.ops.act, op)(x)
                     out = torch.empty(x.shape, dtype=dtype, device="cuda")
                     getattr(torch.ops.act, op)(x, out=out)
-                    inplace = getattr(torch.ops.act, op + "_")(view(base.clone()))
-                    grad = (
-                        torch.ops.act.selu_backward(x, reference)
-                        if op == "selu"
-                        else torch.ops.act.relu_backward(x, reference)
-                    )
+                    inplace = getattr(torch.ops.act, op + "_")(view(on_gpu(base_cpu)))
+                    grad = getattr(torch.ops.act, op + "_backward")(x, ours)
                     for t in (ours, out, inplace):
-                        torch.testing.assert_close(t, reference, rtol=2e-2, atol=1e-5)
+                        torch.testing.assert_close(t.cpu(), reference, rtol=2e-2, atol=1e-5)
                     assert grad.shape == x.shape
                     checked += 1
-                check_random_op(x, torch.ones_like(x))
+                check_random_op(x)
                 checked += 1
     # More dimensions than one launch describes (25): a reversed input into a contiguous result goes in parts.
     # Compared on the CPU, whose elementwise loops take any number of dimensions.
-    x = torch.randn((2,) * 26, device="cuda", dtype=torch.bfloat16).permute(*range(25, -1, -1))
+    x = on_gpu(torch.randn((2,) * 26, dtype=torch.bfloat16)).permute(*range(25, -1, -1))
     for op in ("selu", "relu"):
         out = torch.empty(x.shape, dtype=x.dtype, device="cuda")
         getattr(torch.ops.act, op)(x, out=out)
         torch.testing.assert_close(out.cpu(), getattr(torch, op)(x.cpu()), rtol=2e-2, atol=1e-5)
         checked += 1
-    # The random op's backward with a contiguous gradient: in parts, its words still numbered as the forward's.
-    check_random_op(x, torch.ones(x.shape, dtype=x.dtype, device="cuda"))
+    # The random op's backward, in parts: its words still numbered as the forward's.
+    check_random_op(x)
     checked += 1
     torch.cuda.synchronize()
     print(f"sanitizer cases: {checked} views x ops checked")
