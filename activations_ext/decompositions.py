@@ -35,7 +35,8 @@ def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
 
 def _expm1_from_exp2(x: torch.Tensor) -> torch.Tensor:
     """The CUDA kernel's expm1 for 16-bit results (x <= 0, float32): a short series near 0, else
-    ``__expf(x) - 1``, whose ``__expf`` is the hardware exp2 of ``x * log2(e)`` rounded to float."""
+    ``exp2(x * log2(e)) - 1`` with ``log2(e)`` rounded to float and the hardware's approximate exp2 (the kernel
+    flushes its subnormal results to zero, which changes nothing: there the result is -1 either way)."""
     series = x * (1.0 + x * (0.5 + x * (_to_float32(1 / 6) + x * _to_float32(1 / 24))))
     return torch.where(x > -0.03125, series, torch.exp2(x * _to_float32(1.4426950408889634)) - 1.0)
 

@@ -129,15 +129,18 @@ stable_stage() {
 probe_stage() {
     echo "== launch shapes (scripts/probe_launch.py)"
     python3 scripts/probe_launch.py --json "$OUT/probe.json" 2>&1 | tee "$OUT/probe.txt" | cut -c1-150
+    status=${PIPESTATUS[0]}
     echo "== ncu at 2^20 elements: our kernel and torch's"
     timeout 240 ncu --clock-control none --kernel-name regex:"strided_activation_kernel|vectorized_elementwise" --section SpeedOfLight \
         --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
         python3 scripts/probe_launch.py --ncu > "$OUT/ncu_mid.txt" 2>&1
-    echo "exit $? | $(grep -cE "strided_activation_kernel|vectorized_elementwise" "$OUT/ncu_mid.txt") kernel lines"
+    ncu_status=$?
+    echo "exit $ncu_status | $(grep -cE "strided_activation_kernel|vectorized_elementwise" "$OUT/ncu_mid.txt") kernel lines"
+    [ "$status" -eq 0 ] && [ "$ncu_status" -eq 0 ]
 }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
-[ "$stage" = probe ] && { probe_stage; exit 0; }
+[ "$stage" = probe ] && { probe_stage; exit $?; }
 build
 case "$stage" in
     test) test_stage "$@" ;;

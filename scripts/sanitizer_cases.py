@@ -38,11 +38,12 @@ def on_gpu(t: torch.Tensor) -> torch.Tensor:
     return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="cuda").copy_(t)
 
 
-def check_random_op(x: torch.Tensor) -> None:
-    """The random op's backward, at a contiguous gradient of ones, replays its forward's mask: a zero gradient
-    exactly where it dropped."""
+def check_random_op(x: torch.Tensor, contiguous_grad: bool = False) -> None:
+    """The random op's backward, at a gradient of ones laid out as ``x`` where it is dense (else, or if asked,
+    contiguous), replays its forward's mask: a zero gradient exactly where it dropped."""
     y, state = torch.ops.act._selu_alpha_dropout(x, 0.3)
-    grad = torch.ops.act.selu_alpha_dropout_backward(on_gpu(torch.ones(x.shape, dtype=x.dtype)), x, state, 0.3)
+    ones = torch.ones(x.shape, dtype=x.dtype) if contiguous_grad else torch.ones_like(x, device="cpu")
+    grad = torch.ops.act.selu_alpha_dropout_backward(on_gpu(ones), x, state, 0.3)
     assert torch.equal(grad.cpu() == 0, ~alpha_dropout_kept(y.cpu(), 0.3))
 
 
@@ -75,8 +76,8 @@ def main() -> None:
         getattr(torch.ops.act, op)(x, out=out)
         torch.testing.assert_close(out.cpu(), getattr(torch, op)(x.cpu()), rtol=2e-2, atol=1e-5)
         checked += 1
-    # The random op's backward, in parts: its words still numbered as the forward's.
-    check_random_op(x)
+    # The random op's backward with a contiguous gradient, in parts: its words still numbered as the forward's.
+    check_random_op(x, contiguous_grad=True)
     checked += 1
     torch.cuda.synchronize()
     print(f"sanitizer cases: {checked} views x ops checked")

@@ -25,7 +25,7 @@ CONFIGS = {
     "random ops: 4 packs from 2^23 packs": "-DACT_RANDOM_UNROLL_PACKS_LOG2=23",
 }
 DEFAULTS = {
-    "ops": ["selu", "relu", "selu_backward"],
+    "ops": ["selu", "relu", "selu_backward", "selu_alpha_dropout"],
     "dtypes": ["float32", "bfloat16"],
     "sizes": ["2^20", "2^22", "2^24", "2^26", "2^28"],
     "layouts": ["contiguous"],

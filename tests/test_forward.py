@@ -122,7 +122,8 @@ def test_selu_keeps_precision_near_zero(device):
 @requires_cuda
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_large_tensors_with_a_head_and_a_tail(dtype):
-    # Past 2^22 16-byte packs, starting one element past a 16-byte boundary: every pack and single covered.
+    # 2^22 16-byte packs and more, the input one element past a 16-byte boundary: the forward (into a fresh,
+    # aligned result) element by element, the backward (gradient and result aligned alike) in packs and a tail.
     n = (1 << 22) * (16 // torch.empty((), dtype=dtype).element_size()) + 13
     x = random_data((n + 1,), dtype, "cuda")[1:]
     assert_matches(torch.ops.act.selu(x).cpu(), FORWARD["selu"][2](x.cpu()), dtype)
