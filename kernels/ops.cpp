@@ -10,10 +10,7 @@
 #include <c10/util/ArrayRef.h>
 #include <torch/library.h>
 
-#include <charconv>
-#include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -22,6 +19,7 @@
 
 #include "backends.h"
 #include "layout.h"
+#include "messages.h"
 #include "op_handles.h"
 #ifdef ACT_WITH_CUDA
 #include "cuda_generator.h"
@@ -34,22 +32,9 @@ namespace {
 // kernel under torch.compile (streaming a ScalarType would say "Long").
 std::string dtype_name(c10::ScalarType dtype) { return "torch." + std::string(c10::getDtypeNames(dtype).first); }
 
-// "act.selu": how errors name an op (its in-place and out= forms go by the same name).
-std::string op_name(const char* name, const char* suffix = "") { return std::string("act.") + name + suffix; }
-
 void check_dtype(const std::string& op, const at::Tensor& t, const char* arg) {
-  const auto dtype = t.scalar_type();
-  TORCH_CHECK_TYPE(dtype == at::kFloat || dtype == at::kDouble || dtype == at::kHalf || dtype == at::kBFloat16,
-                   op, ": expected ", arg, " of dtype float32, float64, float16 or bfloat16, but got ",
-                   dtype_name(dtype));
-}
-
-// "[4, 5]". Formatted here rather than by streaming an IntArrayRef, which crashed inside
-// TORCH_CHECK's message builder with torch 2.11's headers.
-std::string shape_str(c10::IntArrayRef sizes) {
-  std::string s = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
-  return s + "]";
+  TORCH_CHECK_TYPE(is_supported_dtype(t.scalar_type()), op, ": expected ", arg, " of dtype ", kSupportedDtypes,
+                   ", but got ", dtype_name(t.scalar_type()));
 }
 
 // `t` must match `like` in device, dtype and shape: the ops neither broadcast, cast nor resize.
@@ -60,7 +45,7 @@ void check_matches(const std::string& op, const at::Tensor& t, const char* arg, 
   TORCH_CHECK_TYPE(t.scalar_type() == like.scalar_type(), op, ": expected ", arg, " of the dtype of ",
                    like_arg, " (", dtype_name(like.scalar_type()), "), but got ", dtype_name(t.scalar_type()));
   TORCH_CHECK(t.sizes() == like.sizes(), op, ": expected ", arg, " of the shape of ", like_arg, " ",
-              shape_str(like.sizes()), ", but got ", shape_str(t.sizes()));
+              shape_str(like), ", but got ", shape_str(t));
 }
 
 // How the default build hands a view to a backend, for layout.h's run_elementwise.
@@ -137,12 +122,7 @@ void register_kernels(torch::Library& m) {
 // selu_alpha_dropout: SELU, then AlphaDropout in train mode, in one pass. The train-mode forward
 // draws a (seed, offset) pair and returns it beside the result; the backward replays the mask from it.
 void check_probability(const std::string& op, double p) {
-  if (p >= 0 && p <= 1) return;
-  // Formatted here: streaming a double into the message crashed (in libstdc++'s codecvt) in builds against
-  // torch 2.11, as streaming an IntArrayRef did. The shortest digits that read back as p, as Python prints it.
-  char value[32];
-  const auto end = std::isnan(p) ? std::strcpy(value, "nan") + 3 : std::to_chars(value, value + sizeof(value), p).ptr;
-  TORCH_CHECK_VALUE(false, op, ": expected p in [0, 1], but got ", std::string(value, end));
+  TORCH_CHECK_VALUE(p >= 0 && p <= 1, op, ": expected p in [0, 1], but got ", probability_str(p));
 }
 
 std::tuple<at::Tensor, at::Tensor> selu_alpha_dropout_train(const at::Tensor& x, double p,
@@ -184,7 +164,7 @@ at::Tensor selu_alpha_dropout_backward(const at::Tensor& grad_output, const at::
                   rng_state.device() == x.device(),
               op, ": expected rng_state as the forward returned it (2 contiguous torch.int64 on the device of x), ",
               "but got ", rng_state.is_contiguous() ? "" : "non-contiguous ", dtype_name(rng_state.scalar_type()),
-              " of shape ", shape_str(rng_state.sizes()), " on ", rng_state.device());
+              " of shape ", shape_str(rng_state), " on ", rng_state.device());
   // Laid out as the forward's result (empty_like(x) both; autograd restores x's layout where a saved-tensor
   // hook changed it), so each element replays the word its offset drew.
   at::Tensor grad_input = at::empty_like(x);

@@ -9,14 +9,12 @@
 #include <torch/headeronly/core/ScalarType.h>
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
 #include "backends.h"
 #include "layout.h"
+#include "messages.h"
 
 namespace act {
 namespace {
@@ -46,26 +44,12 @@ std::string dtype_name(c10::ScalarType dtype) {
   }
 }
 
-std::string op_name(const char* name, const char* suffix = "") { return std::string("act.") + name + suffix; }
-
 [[noreturn]] void fail(const std::string& message) { throw std::runtime_error(message); }
 [[noreturn]] void fail_value(const std::string& message) { throw std::invalid_argument(message); }
 
-bool floating(c10::ScalarType dtype) {
-  return dtype == c10::ScalarType::Float || dtype == c10::ScalarType::Double || dtype == c10::ScalarType::Half ||
-         dtype == c10::ScalarType::BFloat16;
-}
-
 void check_dtype(const std::string& op, const Tensor& t, const char* arg) {
-  if (floating(t.scalar_type())) return;
-  fail(op + ": expected " + arg + " of dtype float32, float64, float16 or bfloat16, but got " +
-       dtype_name(t.scalar_type()));
-}
-
-std::string shape_str(const Tensor& t) {
-  std::string s = "[";
-  for (int64_t d = 0; d < t.dim(); ++d) s += (d ? ", " : "") + std::to_string(t.size(d));
-  return s + "]";
+  if (is_supported_dtype(t.scalar_type())) return;
+  fail(op + ": expected " + arg + " of dtype " + kSupportedDtypes + ", but got " + dtype_name(t.scalar_type()));
 }
 
 std::string device_str(const Tensor& t) { return t.is_cuda() ? "cuda:" + std::to_string(t.get_device()) : "cpu"; }
@@ -87,9 +71,7 @@ void check_matches(const std::string& op, const Tensor& t, const char* arg, cons
 
 void check_probability(const std::string& op, double p) {
   if (p >= 0 && p <= 1) return;
-  char value[32];
-  const auto end = std::isnan(p) ? std::strcpy(value, "nan") + 3 : std::to_chars(value, value + sizeof(value), p).ptr;
-  fail_value(op + ": expected p in [0, 1], but got " + std::string(value, end));
+  fail_value(op + ": expected p in [0, 1], but got " + probability_str(p));
 }
 
 // Every element is one memory location apart, in some order of the dimensions (ATen's test).
