@@ -7,7 +7,6 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/core/ScalarType.h>
-#include <c10/util/ArrayRef.h>
 #include <torch/library.h>
 
 #include <cstdlib>
