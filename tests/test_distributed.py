@@ -109,7 +109,8 @@ def cross_mesh_checks(mesh, x: torch.Tensor) -> None:
     for op in ("selu", "relu"):
         with pytest.raises(RuntimeError, match="cross-mesh"):
             getattr(torch.ops.act, op + "_backward")(a, b)
-        out = torch.empty_like(b)
+        # Filled, not empty: uninitialized memory can hold NaN, which torch.equal never matches.
+        out = distribute_tensor(torch.full_like(x, 7.0), other, [Shard(0)])
         before = out.to_local().clone()
         with pytest.raises(RuntimeError, match=rf"act.{op}.out: out is on the DeviceMesh of ranks \[1, 0\]"):
             getattr(torch.ops.act, op)(a, out=out)
