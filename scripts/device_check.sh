@@ -10,8 +10,10 @@
 #   stable:   the stable-ABI variant built beside the default build: the main job (per-call host times
 #             included) with each build, then the tests named (default: the whole suite, which does not fit
 #             one call beside the build)
-#   probe:    scripts/probe_launch.py's sweep of launch shapes (one build of its own), then ncu on our kernel and
-#             torch's at 2^20 elements (occupancy, waves, DRAM throughput); no package build
+#   probe:    scripts/probe_launch.py's sweep of launch shapes and candidate functors (one build of its own), then ncu
+#             on our kernel and torch's at 2^20 elements (occupancy, waves, DRAM throughput); no package build. Arguments
+#             after the stage go to probe_launch.py (e.g. --cases selu_alpha_dropout:bfloat16 --sizes 22 24 26 28),
+#             and leave ncu out
 #   all:      all but probe (longer than one 10-minute device call: run the stages as calls on a warm machine)
 # The build is skipped when the extension is newer than every source it is built from.
 set -uo pipefail
@@ -127,9 +129,10 @@ stable_stage() {
 }
 
 probe_stage() {
-    echo "== launch shapes (scripts/probe_launch.py)"
-    python3 scripts/probe_launch.py --json "$OUT/probe.json" 2>&1 | tee "$OUT/probe.txt" | cut -c1-150
+    echo "== launch shapes (scripts/probe_launch.py $*)"
+    python3 scripts/probe_launch.py --json "$OUT/probe.json" "$@" 2>&1 | tee "$OUT/probe.txt" | cut -c1-150
     status=${PIPESTATUS[0]}
+    [ $# -gt 0 ] && return "$status"
     echo "== ncu at 2^20 elements: our kernel and torch's"
     timeout 240 ncu --clock-control none --kernel-name regex:"strided_activation_kernel|vectorized_elementwise" --section SpeedOfLight \
         --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
@@ -140,7 +143,7 @@ probe_stage() {
 }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
-[ "$stage" = probe ] && { probe_stage; exit $?; }
+[ "$stage" = probe ] && { probe_stage "$@"; exit $?; }
 build
 case "$stage" in
     test) test_stage "$@" ;;

@@ -5,7 +5,9 @@ sweep, or ``python3 scripts/probe_launch.py --ncu`` under ``ncu`` for one launch
 question is about. ``scripts/tune_launch.py`` rebuilds the package per shape; this probe compiles
 ``scripts/probe_launch.cu`` (the same kernel on dense tensors) once per block size and picks the packs per
 thread and the grid at run time, so a whole sweep fits one device call. Each shape's output is checked against
-one reference shape's (bit for bit: the same functor on the same elements) before it is timed.
+one reference shape's (bit for bit: the same functor on the same elements) before it is timed. Candidate
+functors (``folded``: the random op's 16-bit forward with its constants folded, ``probe_launch.cu``) are timed in
+the same rows, checked against the shipped functor's output to within a 16-bit rounding of each.
 """
 
 import argparse
@@ -63,17 +65,20 @@ def shipped_unroll(op: str, n_packs: int) -> int:
     return 4 if op == "selu_alpha_dropout" and n_packs >= 2**21 else 1
 
 
-def shapes_for(modules: dict, n_packs: int) -> dict[str, tuple]:
-    """Every shape to time for a tensor of ``n_packs`` packs: (module, packs a thread, grid cap or 0)."""
+def shapes_for(modules: dict, op: str, dtype: torch.dtype, n_packs: int) -> dict[str, tuple]:
+    """Every shape to time for a tensor of ``n_packs`` packs: (module, functor, packs a thread, grid cap or 0)."""
     props = torch.cuda.get_device_properties(0)
     shapes = {}
     for threads, module in modules.items():
         resident = props.multi_processor_count * (props.max_threads_per_multi_processor // threads)
         for unroll in UNROLLS:
-            shapes[f"t{threads} u{unroll}"] = (module, unroll, 0)
+            shapes[f"t{threads} u{unroll}"] = (module, op, unroll, 0)
             for waves in WAVES:
                 if unroll in (1, 4) and resident * waves * threads * unroll < n_packs:
-                    shapes[f"t{threads} u{unroll} w{waves}"] = (module, unroll, resident * waves)
+                    shapes[f"t{threads} u{unroll} w{waves}"] = (module, op, unroll, resident * waves)
+    if op == "selu_alpha_dropout" and dtype.itemsize == 2:
+        for unroll in (1, 2, 4):
+            shapes[f"folded t128 u{unroll}"] = (modules[128], f"{op}_folded", unroll, 0)
     return shapes
 
 
@@ -84,17 +89,19 @@ def time_row(modules: dict, op: str, dtype: torch.dtype, n: int, repeats: int) -
     bits = torch.int16 if x.element_size() == 2 else torch.int32
     n_packs = n * x.element_size() // 16
 
-    def launcher(module: object, unroll: int, blocks: int) -> Callable[[], None]:
-        return lambda: module.run(op, out, x, unroll, blocks)
+    def launcher(module: object, functor: str, unroll: int, blocks: int) -> Callable[[], None]:
+        return lambda: module.run(functor, out, x, unroll, blocks)
 
     fns: dict[str, Callable[[], object]] = {}
     reference = None
-    for name, shape in shapes_for(modules, n_packs).items():
+    for name, shape in shapes_for(modules, op, dtype, n_packs).items():
         fns[name] = launcher(*shape)
         out.fill_(float("nan"))
         fns[name]()
         if reference is None:
             reference = out.clone()
+        elif shape[1] != op:  # a candidate functor: the same mask, values within a rounding of each
+            torch.testing.assert_close(out.float(), reference.float(), rtol=2**-7, atol=1e-5, msg=name)
         elif not torch.equal(out.view(bits), reference.view(bits)):
             raise AssertionError(f"{op} {dtype} {n}: shape {name} differs from the first shape's output")
     fns["torch"] = lambda: torch_op(op)(x)
@@ -112,10 +119,10 @@ def time_row(modules: dict, op: str, dtype: torch.dtype, n: int, repeats: int) -
     }
 
 
-def sweep(modules: dict, repeats: int) -> list[dict]:
+def sweep(modules: dict, repeats: int, cases: list[tuple[str, torch.dtype]], sizes: list[int]) -> list[dict]:
     rows = []
-    for op, dtype in CASES:
-        for n in SIZES:
+    for op, dtype in cases:
+        for n in sizes:
             rows.append(time_row(modules, op, dtype, n, repeats))
             print(format_row(rows[-1]), flush=True)
     return rows
@@ -149,7 +156,11 @@ def main() -> None:
     parser.add_argument("--json", help="write the rows here")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--ncu", action="store_true", help="one launch per kernel, for ncu")
+    parser.add_argument("--cases", nargs="+", help="op:dtype pairs, e.g. selu_alpha_dropout:bfloat16 (default: all)")
+    parser.add_argument("--sizes", nargs="+", type=int, help="log2 of the element counts (default: 16 to 28 by 2)")
     args = parser.parse_args()
+    cases = [(c.split(":")[0], getattr(torch, c.split(":")[1])) for c in args.cases] if args.cases else CASES
+    sizes = [2**e for e in args.sizes] if args.sizes else SIZES
     with ThreadPoolExecutor(len(THREADS)) as pool:
         modules = dict(zip(THREADS, pool.map(build, THREADS), strict=True))
     if args.ncu:
@@ -160,7 +171,7 @@ def main() -> None:
         f"w waves of resident blocks",
         flush=True,
     )
-    rows = sweep(modules, args.repeats)
+    rows = sweep(modules, args.repeats, cases, sizes)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
