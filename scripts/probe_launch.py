@@ -158,11 +158,15 @@ def main() -> None:
     parser.add_argument("--ncu", action="store_true", help="one launch per kernel, for ncu")
     parser.add_argument("--cases", nargs="+", help="op:dtype pairs, e.g. selu_alpha_dropout:bfloat16 (default: all)")
     parser.add_argument("--sizes", nargs="+", type=int, help="log2 of the element counts (default: 16 to 28 by 2)")
+    parser.add_argument("--threads", nargs="+", type=int, choices=THREADS, default=THREADS, help="block sizes to build")
     args = parser.parse_args()
     cases = [(c.split(":")[0], getattr(torch, c.split(":")[1])) for c in args.cases] if args.cases else CASES
     sizes = [2**e for e in args.sizes] if args.sizes else SIZES
-    with ThreadPoolExecutor(len(THREADS)) as pool:
-        modules = dict(zip(THREADS, pool.map(build, THREADS), strict=True))
+    threads = tuple(args.threads)
+    if 128 not in threads:
+        parser.error("--threads must include 128, the shipped block size")
+    with ThreadPoolExecutor(len(threads)) as pool:
+        modules = dict(zip(threads, pool.map(build, threads), strict=True))
     if args.ncu:
         return ncu_launches(modules)
     print(
