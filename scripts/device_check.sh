@@ -12,7 +12,8 @@
 #             one call beside the build)
 #   probe:    scripts/probe_launch.py's sweep of launch shapes and candidate functors (one build of its own), then ncu
 #             on our kernel and torch's at 2^20 elements (occupancy, waves, DRAM throughput); no package build. Arguments
-#             after the stage go to probe_launch.py (e.g. --cases selu_alpha_dropout:bfloat16 --sizes 22 24 26 28),
+#             after the stage go to probe_launch.py (e.g. --cases selu_alpha_dropout:bfloat16 --sizes 22 24 26 28
+#             --threads 128),
 #             and leave ncu out
 #   all:      all but probe (longer than one 10-minute device call: run the stages as calls on a warm machine)
 # The build is skipped when the extension is newer than every source it is built from.
