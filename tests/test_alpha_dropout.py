@@ -180,8 +180,9 @@ def test_recomputing_partitioner_settings_are_refused():
             torch.compile(lambda t: act.selu_alpha_dropout(t, 0.2, True).sum(), fullgraph=True)(x).backward()
 
 
-def test_p_zero_one_and_eval(device):
-    x = random_data((33, 17), torch.float32, device).requires_grad_()
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_p_zero_one_and_eval(device, dtype):
+    x = random_data((33, 17), dtype, device).requires_grad_()
     for p, train in ((0.0, True), (0.3, False)):
         torch.testing.assert_close(act.selu_alpha_dropout(x, p, train), act.selu(x), rtol=0, atol=0)
     # The train-mode op itself at p = 0 keeps every element: a = 1, b = 0.
@@ -193,20 +194,22 @@ def test_p_zero_one_and_eval(device):
     assert torch.equal(grad, torch.zeros_like(x))
 
 
-def test_special_values(device):
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_special_values(device, dtype):
     """As torch composes them, selu(v) * (kept ? a : 0) + b: a NaN stays NaN, an inf is inf where kept and
     inf * 0 = NaN where dropped, -inf saturates to b_drop either way, and 0 becomes b_keep or b_drop."""
-    x = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0], device=device).repeat(400)
+    x = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0], dtype=dtype, device=device).repeat(400)
     for p in (0.3, 1.0):
         y = act.selu_alpha_dropout(x, p, True).view(400, 5).cpu()
         a, b_keep, b_drop = alpha_dropout_constants(p) if p < 1 else (0.0, 0.0, -0.0)
         assert y[:, 0].isnan().all()
         inf_kept = y[:, 1] == math.inf
         assert (inf_kept | y[:, 1].isnan()).all() and inf_kept.any() == (p < 1) and (~inf_kept).any()
-        torch.testing.assert_close(y[:, 2].double(), torch.full((400,), b_drop, dtype=torch.float64))
+        torch.testing.assert_close(y[:, 2], torch.full((400,), b_drop, dtype=torch.float64).to(dtype))
         assert y[:, 2].signbit().all()
+        kept_zero = torch.tensor(b_keep, dtype=torch.float64 if dtype == torch.float64 else torch.float32).to(dtype)
         for zeros in (y[:, 3], y[:, 4]):
-            assert ((zeros == torch.tensor(b_keep).float()) | (zeros == alpha_dropout_dropped_value(p, x.dtype))).all()
+            assert ((zeros == kept_zero) | (zeros == alpha_dropout_dropped_value(p, dtype))).all()
 
 
 def test_bad_input(device):
