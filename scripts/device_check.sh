@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build, test and benchmark on a GPU machine; full logs go to $OUT (default: device-logs/).
-# Usage: bash scripts/device_check.sh [all|test|sanitize|bench|fusion|snn|stable|probe] [pytest arguments, default: tests]
+# Usage: bash scripts/device_check.sh [all|test|sanitize|bench|fusion|snn|stable|probe] [arguments: pytest's for test and
+#        stable (default: tests), probe_launch.py's for probe]
 #   test:     build, SASS check, the whole test suite (without arguments: its >25-dimension tests first, alone,
 #             under a time limit)
 #   sanitize: compute-sanitizer memcheck, racecheck and initcheck over scripts/sanitizer_cases.py
@@ -13,8 +14,7 @@
 #   probe:    scripts/probe_launch.py's sweep of launch shapes and candidate functors (one build of its own), then ncu
 #             on our kernel and torch's at 2^20 elements (occupancy, waves, DRAM throughput); no package build. Arguments
 #             after the stage go to probe_launch.py (e.g. --cases selu_alpha_dropout:bfloat16 --sizes 22 24 26 28
-#             --threads 128),
-#             and leave ncu out
+#             --threads 128), and leave ncu out
 #   all:      all but probe (longer than one 10-minute device call: run the stages as calls on a warm machine)
 # The build is skipped when the extension is newer than every source it is built from.
 set -uo pipefail
@@ -131,7 +131,7 @@ stable_stage() {
 
 probe_stage() {
     echo "== launch shapes (scripts/probe_launch.py $*)"
-    python3 scripts/probe_launch.py --json "$OUT/probe.json" "$@" 2>&1 | tee "$OUT/probe.txt" | cut -c1-150
+    python3 scripts/probe_launch.py --json "$OUT/probe.json" "$@" 2>&1 | tee "$OUT/probe.txt" | cut -c1-400
     status=${PIPESTATUS[0]}
     [ $# -gt 0 ] && return "$status"
     echo "== ncu at 2^20 elements: our kernel and torch's"

@@ -24,12 +24,12 @@ struct FoldedSeluAlphaDropoutForward : AlphaDropoutMask<scalar_t> {
 
   explicit FoldedSeluAlphaDropoutForward(const Args& args) : AlphaDropoutMask<scalar_t>(args) {
     // At p = 1 nothing is kept and a dropped value is selu(x) * 0 + -0.0: the kept value is selu(x)
-    // there, its bias -0.0 so that a -0.0 stays -0.0.
+    // there. A zero bias (p = 0 or 1) is -0.0, so that a -0.0 stays -0.0.
     const bool none_kept = args.keep_scale == 0;
     const double a = none_kept ? 1 : args.keep_scale;
     neg_scale = float(kSeluAlpha * kSeluScale * a);
     pos_scale = float(kSeluScale * a);
-    kept_bias = none_kept ? -0.f : float(args.kept_bias);
+    kept_bias = none_kept || args.kept_bias == 0 ? -0.f : float(args.kept_bias);
     exp_bias = float((none_kept ? 0 : args.kept_bias) - kSeluAlpha * kSeluScale * a);
     dropped_bias = none_kept ? -0.f : -float(args.alpha_a) + float(args.kept_bias);
   }

@@ -101,7 +101,13 @@ def time_row(modules: dict, op: str, dtype: torch.dtype, n: int, repeats: int) -
         if reference is None:
             reference = out.clone()
         elif shape[1] != op:  # a candidate functor: the same mask, values within a rounding of each
-            torch.testing.assert_close(out.float(), reference.float(), rtol=2**-7, atol=1e-5, msg=name)
+            torch.testing.assert_close(
+                out.float(),
+                reference.float(),
+                rtol=torch.finfo(dtype).eps,
+                atol=1e-5,
+                msg=lambda m, name=name: f"{op} {dtype} {n} {name}: {m}",
+            )
         elif not torch.equal(out.view(bits), reference.view(bits)):
             raise AssertionError(f"{op} {dtype} {n}: shape {name} differs from the first shape's output")
     fns["torch"] = lambda: torch_op(op)(x)
@@ -136,7 +142,7 @@ def format_row(row: dict) -> str:
     return (
         f"{row['op']:18} {row['dtype']:8} 2^{int(math.log2(row['numel'])):<2} copy {us['copy']:8.1f} us | "
         f"torch {pct('torch'):5.1f}% | shipped {row['shipped']:8} {pct(row['shipped']):5.1f}% "
-        f"({us['torch'] / us[row['shipped']]:.3f}x torch) | best {best:12} {pct(best):5.1f}% "
+        f"({us['torch'] / us[row['shipped']]:.3f}x torch) | best {best:14} {pct(best):5.1f}% "
         f"({us['torch'] / us[best]:.3f}x torch) | " + " ".join(f"{k}:{pct(k):.0f}" for k in ours)
     )
 
@@ -160,9 +166,14 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", type=int, help="log2 of the element counts (default: 16 to 28 by 2)")
     parser.add_argument("--threads", nargs="+", type=int, choices=THREADS, default=THREADS, help="block sizes to build")
     args = parser.parse_args()
-    cases = [(c.split(":")[0], getattr(torch, c.split(":")[1])) for c in args.cases] if args.cases else CASES
+    known = {f"{op}:{str(dtype).removeprefix('torch.')}": (op, dtype) for op, dtype in CASES}
+    if args.cases and not set(args.cases) <= known.keys():
+        parser.error(f"--cases takes op:dtype pairs of {sorted(known)}")
+    cases = [known[c] for c in args.cases] if args.cases else CASES
+    if args.sizes and not all(3 <= e <= 30 for e in args.sizes):
+        parser.error("--sizes takes log2 element counts from 3 to 30")
     sizes = [2**e for e in args.sizes] if args.sizes else SIZES
-    threads = tuple(args.threads)
+    threads = tuple(sorted(set(args.threads)))
     if 128 not in threads:
         parser.error("--threads must include 128, the shipped block size")
     with ThreadPoolExecutor(len(threads)) as pool:
