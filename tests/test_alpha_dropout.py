@@ -8,6 +8,7 @@ import torch
 from conftest import DTYPES, HAS_CUDA, random_data, requires_cuda
 
 import activations_ext
+from activations_ext import decompositions
 from activations_ext.bench import saved_bytes
 from activations_ext.catalog import (
     SELU_ALPHA_DROPOUT_ULP_BOUNDS,
@@ -207,7 +208,7 @@ def test_special_values(device, dtype):
         assert (inf_kept | y[:, 1].isnan()).all() and inf_kept.any() == (p < 1) and (~inf_kept).any()
         torch.testing.assert_close(y[:, 2], torch.full((400,), b_drop, dtype=torch.float64).to(dtype))
         assert y[:, 2].signbit().all()
-        kept_zero = torch.tensor(b_keep, dtype=torch.float64 if dtype == torch.float64 else torch.float32).to(dtype)
+        kept_zero = torch.tensor(b_keep, dtype=decompositions._compute_dtype(dtype)).to(dtype)  # rounded as acc_t
         for zeros in (y[:, 3], y[:, 4]):
             assert ((zeros == kept_zero) | (zeros == alpha_dropout_dropped_value(p, dtype))).all()
 
