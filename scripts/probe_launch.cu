@@ -16,33 +16,29 @@ namespace act {
 // kernel's float instructions are 74 against the shipped functor's 116 (FFMA, FMUL, FADD, FSEL, FSETP).
 // Meant to stay within one 16-bit rounding of the float64 math, as the shipped functor is.
 template <typename scalar_t>
-struct FoldedSeluAlphaDropoutForward : AlphaDropoutMask<scalar_t> {
-  using acc_t = float;
-  using Args = AlphaDropoutArgs;
-  static constexpr int arity = 1;
-  float neg_scale, pos_scale, kept_bias, exp_bias, dropped_bias;
+struct FoldedSeluAlphaDropoutForward : SeluAlphaDropoutForward<scalar_t> {  // its mask and dropped value
+  float neg_scale, pos_scale, folded_bias, exp_bias;  // folded_bias: b_keep, -0.0 where it is zero
 
-  explicit FoldedSeluAlphaDropoutForward(const Args& args) : AlphaDropoutMask<scalar_t>(args) {
+  explicit FoldedSeluAlphaDropoutForward(const AlphaDropoutArgs& args) : SeluAlphaDropoutForward<scalar_t>(args) {
     // At p = 1 nothing is kept and a dropped value is selu(x) * 0 + -0.0: the kept value is selu(x)
     // there. A zero bias (p = 0 or 1) is -0.0, so that a -0.0 stays -0.0.
     const bool none_kept = args.keep_scale == 0;
     const double a = none_kept ? 1 : args.keep_scale;
     neg_scale = float(kSeluAlpha * kSeluScale * a);
     pos_scale = float(kSeluScale * a);
-    kept_bias = none_kept || args.kept_bias == 0 ? -0.f : float(args.kept_bias);
+    folded_bias = none_kept || args.kept_bias == 0 ? -0.f : float(args.kept_bias);
     exp_bias = float((none_kept ? 0 : args.kept_bias) - kSeluAlpha * kSeluScale * a);
-    dropped_bias = none_kept ? -0.f : -float(args.alpha_a) + float(args.kept_bias);
   }
 
   __device__ float operator()(uint32_t bits, float x) const {
 #ifndef __CUDA_ARCH__
     return 0;  // device code only: exp_flush_subnormal exists in the device pass alone
 #else
-    const float series = x * (neg_scale + x * (0.5f * neg_scale)) + kept_bias;
+    const float series = x * (neg_scale + x * (0.5f * neg_scale)) + folded_bias;
     const float exp_branch = exp_flush_subnormal(x) * neg_scale + exp_bias;
     const float negative = x > -0.015625f ? series : exp_branch;
-    const float kept = x <= 0.f ? negative : x * pos_scale + kept_bias;
-    return this->kept(bits) ? kept : kept * 0.f + dropped_bias;
+    const float kept_value = x <= 0.f ? negative : x * pos_scale + folded_bias;
+    return this->kept(bits) ? kept_value : kept_value * 0.f + this->dropped_bias;
 #endif
   }
 };
