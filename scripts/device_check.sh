@@ -11,7 +11,7 @@
 #   stable:   the stable-ABI variant built beside the default build: the main job (per-call host times
 #             included) with each build, then the tests named (default: the whole suite, which does not fit
 #             one call beside the build)
-#   probe:    scripts/probe_launch.py's sweep of launch shapes and candidate functors (one build of its own), then ncu
+#   probe:    scripts/probe_launch.py's sweep of launch shapes (one build of its own), then ncu
 #             on our kernel and torch's at 2^20 elements (occupancy, waves, DRAM throughput); no package build. Arguments
 #             after the stage go to probe_launch.py (e.g. --cases selu_alpha_dropout:bfloat16 --sizes 22 24 26 28
 #             --threads 128), and leave ncu out

@@ -1,6 +1,6 @@
 // Launch-shape probe for scripts/probe_launch.py: the shipped kernel (kernels/elementwise.cuh) on a
 // dense tensor with the packs per thread and the grid chosen at run time, so one build on a GPU
-// times every shape; and candidate functors beside the shipped ones. Not part of the package.
+// times every shape. Not part of the package.
 #include <torch/extension.h>
 
 #include <c10/cuda/CUDAStream.h>
@@ -8,40 +8,6 @@
 #include "../kernels/elementwise.cuh"
 
 namespace act {
-
-// Candidate for the random op's 16-bit forward: the kept value a * selu(x) + b_keep with a and b_keep
-// folded into SELU's constants (a dropped one is that value * 0 + b_drop: NaN and +inf still give NaN,
-// as torch's v * 0 + b_drop does), and expm1 near 0 by x + x^2 / 2 from x = -2^-6 (relative error below
-// 2^-14.6, where the hardware exp2 minus 1 is within 2^-16). In SASS for sm_90 the one-pack-a-thread
-// kernel's float instructions are 74 against the shipped functor's 116 (FFMA, FMUL, FADD, FSEL, FSETP).
-// Meant to stay within one 16-bit rounding of the float64 math, as the shipped functor is.
-template <typename scalar_t>
-struct FoldedSeluAlphaDropoutForward : SeluAlphaDropoutForward<scalar_t> {  // its mask and dropped value
-  float neg_scale, pos_scale, folded_bias, exp_bias;  // folded_bias: b_keep, -0.0 where it is zero
-
-  explicit FoldedSeluAlphaDropoutForward(const AlphaDropoutArgs& args) : SeluAlphaDropoutForward<scalar_t>(args) {
-    // At p = 1 nothing is kept and a dropped value is selu(x) * 0 + -0.0: the kept value is selu(x)
-    // there. A zero bias (p = 0 or 1) is -0.0, so that a -0.0 stays -0.0.
-    const bool none_kept = args.keep_scale == 0;
-    const double a = none_kept ? 1 : args.keep_scale;
-    neg_scale = float(kSeluAlpha * kSeluScale * a);
-    pos_scale = float(kSeluScale * a);
-    folded_bias = none_kept || args.kept_bias == 0 ? -0.f : float(args.kept_bias);
-    exp_bias = float((none_kept ? 0 : args.kept_bias) - kSeluAlpha * kSeluScale * a);
-  }
-
-  __device__ float operator()(uint32_t bits, float x) const {
-#ifndef __CUDA_ARCH__
-    return 0;  // device code only: exp_flush_subnormal exists in the device pass alone
-#else
-    const float series = x * (neg_scale + x * (0.5f * neg_scale)) + folded_bias;
-    const float exp_branch = exp_flush_subnormal(x) * neg_scale + exp_bias;
-    const float negative = x > -0.015625f ? series : exp_branch;
-    const float kept_value = x <= 0.f ? negative : x * pos_scale + folded_bias;
-    return this->kept(bits) ? kept_value : kept_value * 0.f + this->dropped_bias;
-#endif
-  }
-};
 
 template <int U, typename T, typename Op>
 void launch_shape(Op op, torch::Tensor& out, const torch::Tensor& x, int64_t blocks) {
@@ -76,11 +42,6 @@ void by_op(const std::string& op, torch::Tensor& out, const torch::Tensor& x, in
   PhiloxSource source;
   source.seed = 12345;
   const AlphaDropoutArgs args = alpha_dropout_args(0.1, source);
-  if constexpr (sizeof(T) == 2) {
-    if (op == "selu_alpha_dropout_folded") {
-      return by_unroll<T>(FoldedSeluAlphaDropoutForward<T>(args), out, x, unroll, blocks);
-    }
-  }
   TORCH_CHECK(op == "selu_alpha_dropout", "unknown op ", op, " for this dtype");
   by_unroll<T>(SeluAlphaDropoutForward<T>(args), out, x, unroll, blocks);
 }
