@@ -49,9 +49,10 @@ constexpr int kThreads = ACT_THREADS;
 constexpr int kElements = ACT_ELEMENTS;
 // A random op computes a Philox block per pack, arithmetic that several packs a thread overlap better
 // with their loads once there are enough threads to fill every SM several times over: from 2^21 packs
-// (2^24 bfloat16 elements) its forward at 4 packs a thread reached 93-101% of a copy on the H100 and
-// 79-83% on the H200 (one pack: 83-91% and 63-71%); below, one pack a thread was ahead on both but
-// for float32 at 2^20 packs on the H200 (77% against 80%).
+// (2^24 bfloat16 elements) its bfloat16 forward at 4 packs a thread reached 93-100% of a copy on the H100
+// and 85-89% on the H200 (one pack: 92-94% and 71-75%; two packs: 95-99% and 80%, docs/benchmarks/
+// probe_alpha_dropout_*); below, one pack a thread was ahead on the H100 and at most 4% of a copy behind
+// 4 packs on the H200.
 constexpr int kRandomUnroll = ACT_RANDOM_UNROLL;
 constexpr int64_t kRandomUnrollPacks = int64_t(1) << ACT_RANDOM_UNROLL_PACKS_LOG2;
 // A launch indexes its packs and elements in 32 bits, and describes at most as many dimensions as
