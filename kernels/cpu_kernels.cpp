@@ -30,12 +30,13 @@ C10_ALWAYS_INLINE void cpu_row(Op op, scalar_t* out, std::array<const scalar_t*,
   }
 }
 
-// The loop is compiled twice, for the baseline x86-64 and for x86-64-v3 (AVX2, FMA), and each call
-// takes the copy that cpu_loop_name() reports: a wheel must run on any x86-64 CPU, and AVX2 doubles
-// the lanes of every vectorized step. The choice follows ATen's CPU capability, so
-// ATEN_CPU_CAPABILITY=default runs the baseline copy (the tests use that to check both).
+// The loop is compiled three times, for the baseline x86-64, x86-64-v3 (AVX2, FMA) and x86-64-v4
+// (AVX-512), and each call takes the copy that cpu_loop_name() reports: a wheel must run on any x86-64
+// CPU, and each level doubles the lanes of every vectorized step (SELU's expm1 runs in double: the
+// AVX-512 copy halved its time on an AVX-512 CPU). The choice follows ATen's CPU capability, so
+// ATEN_CPU_CAPABILITY=avx2 runs the x86-64-v3 copy and =default the baseline (the tests check each).
 #if defined(__GNUC__) && defined(__x86_64__)
-#define ACT_HAS_X86_64_V3 1
+#define ACT_HAS_X86_64_LEVELS 1
 template <typename scalar_t, typename Op, typename Stride, size_t... I>
 __attribute__((target("arch=x86-64-v3"), noinline)) void cpu_row_x86_64_v3(
     Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in, std::array<Stride, sizeof...(I) + 1> step,
@@ -43,20 +44,34 @@ __attribute__((target("arch=x86-64-v3"), noinline)) void cpu_row_x86_64_v3(
   cpu_row(op, out, in, step, n, seq);
 }
 
-bool use_x86_64_v3() {
-  static const bool use = [] {
+template <typename scalar_t, typename Op, typename Stride, size_t... I>
+__attribute__((target("arch=x86-64-v4"), noinline)) void cpu_row_x86_64_v4(
+    Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in, std::array<Stride, sizeof...(I) + 1> step,
+    int64_t n, std::index_sequence<I...> seq) {
+  cpu_row(op, out, in, step, n, seq);
+}
+
+// 0: baseline, 1: x86-64-v3, 2: x86-64-v4.
+int x86_64_level() {
+  static const int level = [] {
     __builtin_cpu_init();
-    return runtime::cpu_capability_admits_avx2() && __builtin_cpu_supports("x86-64-v3");
+    const int admitted = runtime::cpu_capability_level();
+    if (admitted >= 2 && __builtin_cpu_supports("x86-64-v4")) return 2;
+    return admitted >= 1 && __builtin_cpu_supports("x86-64-v3") ? 1 : 0;
   }();
-  return use;
+  return level;
 }
 #endif
 
 template <typename scalar_t, typename Op, typename Stride, size_t... I>
 void run_row(Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in,
              std::array<Stride, sizeof...(I) + 1> step, int64_t n, std::index_sequence<I...> seq) {
-#ifdef ACT_HAS_X86_64_V3
-  if (use_x86_64_v3()) return cpu_row_x86_64_v3(op, out, in, step, n, seq);
+#ifdef ACT_HAS_X86_64_LEVELS
+  switch (x86_64_level()) {
+    case 2: return cpu_row_x86_64_v4(op, out, in, step, n, seq);
+    case 1: return cpu_row_x86_64_v3(op, out, in, step, n, seq);
+    default: break;
+  }
 #endif
   cpu_row(op, out, in, step, n, seq);
 }
@@ -126,10 +141,12 @@ void cpu_strided_chunk(const Op& op, const StridedView& view, int64_t begin, int
 }  // namespace
 
 const char* cpu_loop_name() {
-#ifdef ACT_HAS_X86_64_V3
-  if (use_x86_64_v3()) return "x86-64-v3";
-#endif
+#ifdef ACT_HAS_X86_64_LEVELS
+  static const char* const names[] = {"baseline", "x86-64-v3", "x86-64-v4"};
+  return names[x86_64_level()];
+#else
   return "baseline";
+#endif
 }
 
 template <template <typename> class F>

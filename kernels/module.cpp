@@ -10,7 +10,8 @@ PyObject* cpu_loop(PyObject*, PyObject*) { return PyUnicode_FromString(act::cpu_
 
 PyMethodDef methods[] = {
     {"cpu_loop", cpu_loop, METH_NOARGS,
-     "Which compiled copy of the CPU loop runs here: 'x86-64-v3' or 'baseline' (ATEN_CPU_CAPABILITY=default)."},
+     "Which compiled copy of the CPU loop runs here: 'x86-64-v4', 'x86-64-v3' (ATEN_CPU_CAPABILITY=avx2) or "
+     "'baseline' (ATEN_CPU_CAPABILITY=default)."},
     {nullptr, nullptr, 0, nullptr},
 };
 

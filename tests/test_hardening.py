@@ -57,25 +57,40 @@ def test_ulp_table_within_bounds(device):
     assert not ulp_table_violations(table)
 
 
+X86_64_V3 = {"avx2", "fma", "bmi1", "bmi2", "movbe", "f16c", "abm"}
+X86_64_V4 = X86_64_V3 | {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}
+
+
+def cpu_flags() -> set[str]:
+    return set(" ".join(line for line in open("/proc/cpuinfo") if line.startswith("flags")).split())
+
+
+def cpu_loop_for(capability: str) -> str:
+    """The copy of the CPU loop that ATen's CPU ``capability`` admits on this machine's CPU."""
+    if capability == "AVX512" and X86_64_V4 <= cpu_flags():
+        return "x86-64-v4"
+    return "x86-64-v3" if capability in ("AVX2", "AVX512") and X86_64_V3 <= cpu_flags() else "baseline"
+
+
 def test_cpu_loop_follows_aten_capability():
-    flags = set(" ".join(line for line in open("/proc/cpuinfo") if line.startswith("flags")).split())
-    x86_64_v3 = {"avx2", "fma", "bmi1", "bmi2", "movbe", "f16c", "abm"} <= flags
-    expected = (
-        "x86-64-v3" if x86_64_v3 and torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512") else "baseline"
-    )
-    assert activations_ext._C.cpu_loop() == expected
+    assert activations_ext._C.cpu_loop() == cpu_loop_for(torch.backends.cpu.get_cpu_capability())
 
 
-def test_baseline_cpu_loop_within_bounds():
-    """The copy of the CPU loop for CPUs without AVX2, which this machine would otherwise not run."""
+@pytest.mark.parametrize("requested", ["default", "avx2"])
+def test_narrower_cpu_loops_within_bounds(requested):
+    """The copies of the CPU loop for CPUs without AVX-512 or AVX2, which this machine would otherwise not run."""
     script = (
         "import torch, activations_ext; from activations_ext.numerics import max_ulp_errors, ulp_table_violations; "
-        "print(activations_ext._C.cpu_loop()); print(ulp_table_violations(max_ulp_errors(torch.device('cpu'))))"
+        "print(torch.backends.cpu.get_cpu_capability()); print(activations_ext._C.cpu_loop()); "
+        "print(ulp_table_violations(max_ulp_errors(torch.device('cpu'))))"
     )
-    env = dict(os.environ, ATEN_CPU_CAPABILITY="default")
+    if requested == "avx2" and not X86_64_V3 <= cpu_flags():
+        pytest.skip("this CPU has no AVX2")
+    env = dict(os.environ, ATEN_CPU_CAPABILITY=requested)
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.splitlines()[-2:] == ["baseline", "[]"]
+    capability, loop, violations = result.stdout.splitlines()[-3:]
+    assert capability == requested.upper() and loop == cpu_loop_for(capability) and violations == "[]"
 
 
 SPECIAL = [float("nan"), -float("nan"), float("inf"), -float("inf"), 0.0, -0.0, -100.0, -88.5, 3.0, -3.0]
