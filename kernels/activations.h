@@ -214,11 +214,14 @@ struct AlphaDropoutMask {
 // for the 16-bit types ours is the more accurate; on CUDA the multiply-add is fused.
 // On the GPU for the 16-bit types, a and b_keep are folded into SELU's constants instead: the kept value is
 // x * (C + x * C / 2) + b_keep for -2^-6 < x <= 0 (expm1 by x + x^2 / 2, relative error below 2^-14.6),
-// exp2(x log2 e) * C + (b_keep - C) below, x * scale * a + b_keep above 0, with C = alpha' a; a dropped one
-// is that value * 0 + b_drop, so NaN and +inf still give NaN as torch's v * 0 + b_drop does. Every finite
-// half and bfloat16 input stays within 0.58 of a 16-bit ulp of the float64 composition (an emulation over
-// all of them, p from 0 to 0.99), and the kernel runs 74 float instructions a pack of 8 in place of 116: the
-// Philox block a pack already costs most of what keeps the forward off a copy's bandwidth.
+// exp2(x log2 e) * C + (b_keep - C) below, x * scale * a + b_keep above 0, with C = alpha' a. A dropped one
+// is (x > 0 ? x : that value) * 0 + b_drop: NaN and +inf give NaN as torch's selu(x) * 0 + b_drop does, and
+// a finite bfloat16 input whose folded product overflows float gives b_drop, not NaN. Every finite half and
+// bfloat16 input stays within 0.58 of a 16-bit ulp of the float64 composition (an emulation over all of
+// them, p from 0 to 0.99), including bfloat16 inputs above 3.2e38, whose scale * x overflows float in torch's
+// composition and the generic path (inf where kept, NaN where dropped there). The kernel runs 92 float
+// instructions a pack of 8 in place of 116: the Philox block a pack already costs most of what keeps the
+// forward off a copy's bandwidth.
 template <typename scalar_t>
 struct SeluAlphaDropoutForward : AlphaDropoutMask<scalar_t> {
   using acc_t = opmath_t<scalar_t>;
@@ -246,7 +249,7 @@ struct SeluAlphaDropoutForward : AlphaDropoutMask<scalar_t> {
       const float series = x * (neg_scale + x * (0.5f * neg_scale)) + kept_bias;
       const float negative = x > -0.015625f ? series : exp_flush_subnormal(x) * neg_scale + exp_bias;
       const float kept_value = x <= 0.f ? negative : x * pos_scale + kept_bias;
-      return this->kept(bits) ? kept_value : kept_value * 0.f + dropped_bias;
+      return this->kept(bits) ? kept_value : (x <= 0.f ? negative : x) * 0.f + dropped_bias;
     }
 #endif
     const bool keep = this->kept(bits);

@@ -12,6 +12,7 @@ from activations_ext import decompositions
 from activations_ext.bench import saved_bytes
 from activations_ext.catalog import (
     SELU_ALPHA_DROPOUT_ULP_BOUNDS,
+    SELU_SCALE,
     alpha_dropout_constants,
     alpha_dropout_dropped_value,
     alpha_dropout_kept,
@@ -219,6 +220,27 @@ def test_special_values(device, dtype):
         kept_zero = torch.tensor(b_keep, dtype=decompositions._compute_dtype(dtype)).to(dtype)  # rounded as acc_t
         for zeros in (y[:, 3], y[:, 4]):
             assert ((zeros == kept_zero) | (zeros == alpha_dropout_dropped_value(p, dtype))).all()
+
+
+@pytest.mark.parametrize("p", [0.3, 0.9])
+def test_huge_bfloat16_inputs(device, p):
+    """bfloat16 reaches 3.39e38, where a * scale * x can overflow float. A finite input becomes NaN only where
+    torch's own composition makes it NaN (scale * x overflows float, then inf * 0 where dropped); otherwise it is
+    b_drop where dropped and a * selu(x) + b_keep where kept, within a rounding, or inf where that or torch's
+    intermediate overflows."""
+    x = torch.linspace(1e38, 3.3895e38, 4001, dtype=torch.float64).to(torch.bfloat16).to(device)
+    y = act.selu_alpha_dropout(x, p, True).cpu().double()
+    x = x.cpu()
+    a, b_keep, _ = alpha_dropout_constants(p)
+    torch_overflows = (x.float() * torch.tensor(SELU_SCALE, dtype=torch.float32)).isinf()
+    kept_exact = (a * selu_reference(x) + b_keep).to(torch.bfloat16).double()
+    dropped = y == alpha_dropout_dropped_value(p, torch.bfloat16).double()
+    kept = ~dropped & ~y.isnan()
+    assert not (y.isnan() & ~torch_overflows).any()
+    close = (y - kept_exact).abs() <= kept_exact.abs() * torch.finfo(torch.bfloat16).eps
+    assert (close | (y.isinf() & (kept_exact.isinf() | torch_overflows)))[kept].all()
+    assert dropped[~torch_overflows].any() and kept[~torch_overflows].any()
+    assert kept_exact.isinf().any() == (p > 0.5)  # a > 1 takes the largest inputs past bfloat16's range
 
 
 def test_bad_input(device):
