@@ -6,7 +6,6 @@
 
 #include <stdint.h>
 
-#include <cctype>
 #include <cstdlib>
 #include <string>
 
@@ -44,18 +43,18 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain_size, const F& f) {
 
 // The widest x86 vector level torch's CPU capability admits: 0 for the baseline (ATEN_CPU_CAPABILITY=default),
 // 1 for AVX2, 2 for AVX-512. The stable ABI does not report the capability, so that build reads the variable
-// as ATen does (whose own choice is then the CPU's best level, which the caller checks).
+// as ATen does: exact lowercase names, anything else ignored (ATen then takes the CPU's best level, which the
+// caller checks).
 inline int cpu_capability_level() {
 #ifdef ACT_STABLE_ABI
   const char* requested = std::getenv("ATEN_CPU_CAPABILITY");
-  std::string capability = requested == nullptr ? "avx512" : requested;
-  for (char& c : capability) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string capability = requested == nullptr ? "" : requested;
+  if (capability == "default") return 0;
+  return capability == "avx2" ? 1 : 2;
 #else
   const std::string capability = at::get_cpu_capability();
+  return capability == "AVX512" ? 2 : capability == "AVX2" ? 1 : 0;
 #endif
-  if (capability == "AVX512" || capability == "avx512") return 2;
-  if (capability == "AVX2" || capability == "avx2") return 1;
-  return 0;
 }
 
 #ifdef __CUDACC__

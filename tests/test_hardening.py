@@ -1,6 +1,7 @@
 """Hardening: ulp-level numerics, special values, arbitrary layouts with guard regions, huge tensors,
 streams, CUDA graphs, soak and threads."""
 
+import json
 import math
 import os
 import subprocess
@@ -80,17 +81,17 @@ def test_cpu_loop_follows_aten_capability():
 def test_narrower_cpu_loops_within_bounds(requested):
     """The copies of the CPU loop for CPUs without AVX-512 or AVX2, which this machine would otherwise not run."""
     script = (
-        "import torch, activations_ext; from activations_ext.numerics import max_ulp_errors, ulp_table_violations; "
-        "print(torch.backends.cpu.get_cpu_capability()); print(activations_ext._C.cpu_loop()); "
-        "print(ulp_table_violations(max_ulp_errors(torch.device('cpu'))))"
+        "import json, torch, activations_ext; from activations_ext.numerics import max_ulp_errors, "
+        "ulp_table_violations; violations = ulp_table_violations(max_ulp_errors(torch.device('cpu'))); "
+        "print(json.dumps([torch.backends.cpu.get_cpu_capability(), activations_ext._C.cpu_loop(), violations]))"
     )
     if requested == "avx2" and not X86_64_V3 <= cpu_flags():
         pytest.skip("this CPU has no AVX2")
     env = dict(os.environ, ATEN_CPU_CAPABILITY=requested)
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
-    capability, loop, violations = result.stdout.splitlines()[-3:]
-    assert capability == requested.upper() and loop == cpu_loop_for(capability) and violations == "[]"
+    capability, loop, violations = json.loads(result.stdout.splitlines()[-1])
+    assert capability == requested.upper() and loop == cpu_loop_for(capability) and violations == []
 
 
 SPECIAL = [float("nan"), -float("nan"), float("inf"), -float("inf"), 0.0, -0.0, -100.0, -88.5, 3.0, -3.0]
