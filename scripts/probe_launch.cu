@@ -39,11 +39,10 @@ template <typename T>
 void by_op(const std::string& op, torch::Tensor& out, const torch::Tensor& x, int64_t unroll, int64_t blocks) {
   if (op == "selu") return by_unroll<T>(SeluForward<T>{}, out, x, unroll, blocks);
   if (op == "relu") return by_unroll<T>(ReluForward<T>{}, out, x, unroll, blocks);
+  TORCH_CHECK(op == "selu_alpha_dropout", "unknown op ", op);
   PhiloxSource source;
   source.seed = 12345;
-  const AlphaDropoutArgs args = alpha_dropout_args(0.1, source);
-  TORCH_CHECK(op == "selu_alpha_dropout", "unknown op ", op, " for this dtype");
-  by_unroll<T>(SeluAlphaDropoutForward<T>(args), out, x, unroll, blocks);
+  by_unroll<T>(SeluAlphaDropoutForward<T>(alpha_dropout_args(0.1, source)), out, x, unroll, blocks);
 }
 
 void run(const std::string& op, torch::Tensor out, torch::Tensor x, int64_t unroll, int64_t blocks) {

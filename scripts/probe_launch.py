@@ -63,17 +63,17 @@ def shipped_unroll(op: str, n_packs: int) -> int:
     return 4 if op == "selu_alpha_dropout" and n_packs >= 2**21 else 1
 
 
-def shapes_for(modules: dict, op: str, n_packs: int) -> dict[str, tuple]:
-    """Every shape to time for a tensor of ``n_packs`` packs: (module, functor, packs a thread, grid cap or 0)."""
+def shapes_for(modules: dict, n_packs: int) -> dict[str, tuple]:
+    """Every shape to time for a tensor of ``n_packs`` packs: (module, packs a thread, grid cap or 0)."""
     props = torch.cuda.get_device_properties(0)
     shapes = {}
     for threads, module in modules.items():
         resident = props.multi_processor_count * (props.max_threads_per_multi_processor // threads)
         for unroll in UNROLLS:
-            shapes[f"t{threads} u{unroll}"] = (module, op, unroll, 0)
+            shapes[f"t{threads} u{unroll}"] = (module, unroll, 0)
             for waves in WAVES:
                 if unroll in (1, 4) and resident * waves * threads * unroll < n_packs:
-                    shapes[f"t{threads} u{unroll} w{waves}"] = (module, op, unroll, resident * waves)
+                    shapes[f"t{threads} u{unroll} w{waves}"] = (module, unroll, resident * waves)
     return shapes
 
 
@@ -84,12 +84,12 @@ def time_row(modules: dict, op: str, dtype: torch.dtype, n: int, repeats: int) -
     bits = torch.int16 if x.element_size() == 2 else torch.int32
     n_packs = n * x.element_size() // 16
 
-    def launcher(module: object, functor: str, unroll: int, blocks: int) -> Callable[[], None]:
-        return lambda: module.run(functor, out, x, unroll, blocks)
+    def launcher(module: object, unroll: int, blocks: int) -> Callable[[], None]:
+        return lambda: module.run(op, out, x, unroll, blocks)
 
     fns: dict[str, Callable[[], object]] = {}
     reference = None
-    for name, shape in shapes_for(modules, op, n_packs).items():
+    for name, shape in shapes_for(modules, n_packs).items():
         fns[name] = launcher(*shape)
         out.fill_(float("nan"))
         fns[name]()
@@ -129,7 +129,7 @@ def format_row(row: dict) -> str:
     return (
         f"{row['op']:18} {row['dtype']:8} 2^{int(math.log2(row['numel'])):<2} copy {us['copy']:8.1f} us | "
         f"torch {pct('torch'):5.1f}% | shipped {row['shipped']:8} {pct(row['shipped']):5.1f}% "
-        f"({us['torch'] / us[row['shipped']]:.3f}x torch) | best {best:14} {pct(best):5.1f}% "
+        f"({us['torch'] / us[row['shipped']]:.3f}x torch) | best {best:12} {pct(best):5.1f}% "
         f"({us['torch'] / us[best]:.3f}x torch) | " + " ".join(f"{k}:{pct(k):.0f}" for k in ours)
     )
 

@@ -1,6 +1,7 @@
 """Hardening: ulp-level numerics, special values, arbitrary layouts with guard regions, huge tensors,
 streams, CUDA graphs, soak and threads."""
 
+import functools
 import json
 import math
 import os
@@ -62,6 +63,7 @@ X86_64_V3 = {"avx2", "fma", "bmi1", "bmi2", "movbe", "f16c", "abm"}
 X86_64_V4 = X86_64_V3 | {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}
 
 
+@functools.cache
 def cpu_flags() -> set[str]:
     return set(" ".join(line for line in open("/proc/cpuinfo") if line.startswith("flags")).split())
 
