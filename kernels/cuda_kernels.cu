@@ -9,9 +9,10 @@ template <template <typename> class F>
 void cuda_elementwise(c10::ScalarType dtype, int device, const StridedView& view, const ArgsOf<F>& args) {
   const runtime::DeviceGuard device_guard(device);
   const cudaStream_t stream = runtime::current_stream(device);
+  const runtime::GpuShape gpu = runtime::gpu_shape(device);
   dispatch_floating(dtype, [&](auto type) {
     using scalar_t = decltype(type);
-    strided_elementwise<scalar_t>(make_functor<F, scalar_t>(args), view, stream);
+    strided_elementwise<scalar_t>(make_functor<F, scalar_t>(args), view, gpu, stream);
   });
 }
 

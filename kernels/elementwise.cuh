@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <utility>
 
@@ -38,7 +39,13 @@ struct alignas(sizeof(T) * N) Pack {
 #define ACT_RANDOM_UNROLL 4
 #endif
 #ifndef ACT_RANDOM_UNROLL_PACKS_LOG2
-#define ACT_RANDOM_UNROLL_PACKS_LOG2 21
+#define ACT_RANDOM_UNROLL_PACKS_LOG2 22
+#endif
+#ifndef ACT_RANDOM_WAVES
+#define ACT_RANDOM_WAVES 4
+#endif
+#ifndef ACT_RANDOM_ISSUE_BOUND_BYTES
+#define ACT_RANDOM_ISSUE_BOUND_BYTES 16
 #endif
 constexpr int kThreads = ACT_THREADS;
 // Each thread takes at least this many elements, at every size: one 16-byte pack of float or of a
@@ -47,14 +54,19 @@ constexpr int kThreads = ACT_THREADS;
 // a copy on the H200, and mid-size ones up to 10% behind on both chips: more threads, not more bytes
 // in flight per thread, fill the GPU.
 constexpr int kElements = ACT_ELEMENTS;
-// A random op computes a Philox block per pack, arithmetic that several packs a thread overlap better
-// with their loads once there are enough threads to fill every SM several times over: from 2^21 packs
-// (2^24 bfloat16 elements) its bfloat16 forward at 4 packs a thread reached 93-100% of a copy on the H100
-// and 85-89% on the H200 (one pack: 92-94% and 71-75%; two packs: 95-99% and 80%, docs/benchmarks/
-// probe_alpha_dropout_*); below, one pack a thread was ahead on the H100 and at most 4% of a copy behind
-// 4 packs on the H200.
+// A random op computes a Philox block and its functor per pack, about 200 instructions for a 16-bit
+// pack: at 4 warp instructions a cycle an SM then keeps up with at most about 20 bytes of DRAM traffic
+// a cycle. Where DRAM moves fewer than kRandomIssueBoundBytes bytes per SM cycle (H100: 12.8), the op
+// is bound by memory, and 4 packs a thread from 2^22 packs keep the most bytes in flight: its
+// bfloat16 and float32 forwards reached 95-101% of a copy from 2^24 elements (one pack a thread, ahead
+// below, fell to 90% for float32 above). Where DRAM is faster (H200: 18.8) the op is bound by issue,
+// and one pack a thread over a grid of at most kRandomWaves waves of resident blocks, the fewest
+// instructions a pack, was ahead at every size from 2^24 elements: 80-87% of a copy against 76-79%
+// for 4 packs a thread and 67-76% for an uncapped grid (docs/benchmarks/probe_alpha_dropout_*).
 constexpr int kRandomUnroll = ACT_RANDOM_UNROLL;
 constexpr int64_t kRandomUnrollPacks = int64_t(1) << ACT_RANDOM_UNROLL_PACKS_LOG2;
+constexpr int kRandomWaves = ACT_RANDOM_WAVES;
+constexpr double kRandomIssueBoundBytes = ACT_RANDOM_ISSUE_BOUND_BYTES;
 // A launch indexes its packs and elements in 32 bits, and describes at most as many dimensions as
 // ATen's TensorIterator does on CUDA (kernel parameters grow with them): other views go in parts.
 constexpr int64_t kMaxLaunchElements = (int64_t(1) << 31) - 1;
@@ -132,11 +144,13 @@ struct Rows {
   }
 };
 
-// A pack's load through the read-only data path (ld.global.nc), as a __restrict__ output would let
-// the compiler choose: each element is read once, by the thread that then writes it, so the path's
-// incoherence with this kernel's own stores cannot show (in place included).
+// A pack's load: plain ld.global. The read-only path (ld.global.nc, which a __restrict__ output
+// would let the compiler choose) left float64 gradients at 2^16 elements 8% slower on an H100 and
+// gained nothing elsewhere (docs/benchmarks/probe_loads_*); ACT_READ_ONLY_LOADS builds it back for
+// scripts/probe_launch.py to compare.
 template <typename P>
-__device__ __forceinline__ P load_read_only(const P* p) {
+__device__ __forceinline__ P load_pack(const P* p) {
+#ifdef ACT_READ_ONLY_LOADS
   using Word = std::conditional_t<
       sizeof(P) == 16, uint4,
       std::conditional_t<sizeof(P) == 8, uint2, std::conditional_t<sizeof(P) == 4, unsigned int, unsigned short>>>;
@@ -145,6 +159,9 @@ __device__ __forceinline__ P load_read_only(const P* p) {
   P pack;
   memcpy(&pack, &word, sizeof(P));
   return pack;
+#else
+  return *p;
+#endif
 }
 
 // A random functor takes its element's word of the stream first; the others ignore `bits`.
@@ -192,7 +209,7 @@ strided_activation_kernel(Op op, Pointers<T, Op::arity + 1> ptr, Rows<Op::arity 
     const Offsets<arity + 1> o = rows.template at<VEC>(row, q < rows.head ? q : rows.tail + (q - rows.head));
     T args[arity];
 #pragma unroll
-    for (int k = 0; k < arity; ++k) args[k] = load_read_only(ptr.p[k + 1] + o.v[k + 1]);
+    for (int k = 0; k < arity; ++k) args[k] = load_pack(ptr.p[k + 1] + o.v[k + 1]);
     uint32_t bits = 0;
     if constexpr (random) bits = stream.template word<Op::random_bits>(uint64_t(index_base + o.v[0]));
     ptr.p[0][o.v[0]] = apply_op(op, bits, args, Seq{});
@@ -209,7 +226,7 @@ strided_activation_kernel(Op op, Pointers<T, Op::arity + 1> ptr, Rows<Op::arity 
         o[u] = rows.template at<VEC>(row, rows.head + (idx - row * rows.packs.divisor) * VEC);
 #pragma unroll
         for (int k = 0; k < arity; ++k) {
-          loaded[u][k] = load_read_only(reinterpret_cast<const P*>(ptr.p[k + 1] + o[u].v[k + 1]));
+          loaded[u][k] = load_pack(reinterpret_cast<const P*>(ptr.p[k + 1] + o[u].v[k + 1]));
         }
       }
     }
@@ -234,28 +251,34 @@ strided_activation_kernel(Op op, Pointers<T, Op::arity + 1> ptr, Rows<Op::arity 
 
 template <int VEC, typename T, typename Op, int D>
 void launch(Op op, Pointers<T, Op::arity + 1> ptr, const Rows<Op::arity + 1, D>& rows, int64_t n_packs,
-            int64_t n_singles, int64_t index_base, cudaStream_t stream) {
+            int64_t n_singles, int64_t index_base, const runtime::GpuShape& gpu, cudaStream_t stream) {
   constexpr int kUnroll = std::max(1, kElements / VEC);
-  const auto run = [&](auto unroll) {
+  const auto run = [&](auto unroll, int64_t max_blocks) {
     constexpr int U = decltype(unroll)::value;
-    const int64_t blocks = std::max<int64_t>(
-        {1, (n_packs + int64_t(kThreads) * U - 1) / (int64_t(kThreads) * U), (n_singles + kThreads - 1) / kThreads});
-    strided_activation_kernel<VEC, U><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-        op, ptr, rows, n_packs, n_singles, index_base);
+    const int64_t needed = std::max((n_packs + int64_t(kThreads) * U - 1) / (int64_t(kThreads) * U),
+                                    (n_singles + kThreads - 1) / kThreads);
+    const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(needed, 1, max_blocks));
+    strided_activation_kernel<VEC, U><<<blocks, kThreads, 0, stream>>>(op, ptr, rows, n_packs, n_singles,
+                                                                        index_base);
+    runtime::check_launch();
   };
+  constexpr int64_t kUncapped = std::numeric_limits<int32_t>::max();
   if constexpr (IsRandom<Op>::value) {
+    if (gpu.dram_bytes_per_sm_cycle > kRandomIssueBoundBytes) {
+      const int64_t waves = std::max<int64_t>(1, kRandomWaves * gpu.resident_threads / kThreads);
+      return run(std::integral_constant<int, kUnroll>{}, waves);
+    }
     if (n_packs >= kRandomUnrollPacks) {
-      run(std::integral_constant<int, std::max(kRandomUnroll, kUnroll)>{});
-      return runtime::check_launch();
+      return run(std::integral_constant<int, std::max(kRandomUnroll, kUnroll)>{}, kUncapped);
     }
   }
-  run(std::integral_constant<int, kUnroll>{});
-  runtime::check_launch();
+  run(std::integral_constant<int, kUnroll>{}, kUncapped);
 }
 
 // One launch over a view of at most kMaxLaunchElements elements with D + 1 dimensions or fewer.
 template <int D, typename T, typename Op>
-void launch_rows(Op op, const StridedView& view, int64_t index_base, cudaStream_t stream) {
+void launch_rows(Op op, const StridedView& view, int64_t index_base, const runtime::GpuShape& gpu,
+                 cudaStream_t stream) {
   constexpr int N = Op::arity + 1;
   constexpr int kBytes = 16;
   constexpr int kVec = kBytes / sizeof(T);
@@ -271,9 +294,11 @@ void launch_rows(Op op, const StridedView& view, int64_t index_base, cudaStream_
     }
   }
   // Packs need unit steps along rows and every row start at the same offset from a 16-byte
-  // boundary in every operand.
+  // boundary in every operand; a random op's, the words of one Philox block each (an output that
+  // starts at a 16-byte boundary, as a fresh one does, lays every pack out so).
   const auto phase = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % kBytes; };
-  bool packs = cols >= 2 * kVec;
+  const int64_t head = (kBytes - phase(view.data[0])) % kBytes / int64_t(sizeof(T));
+  bool packs = cols >= 2 * kVec && (!IsRandom<Op>::value || (index_base + head) % kVec == 0);
   for (int k = 0; k < N; ++k) {
     ptr.p[k] = reinterpret_cast<T*>(view.data[k]);
     rows.step[k] = view.strides[k][0];
@@ -283,25 +308,25 @@ void launch_rows(Op op, const StridedView& view, int64_t index_base, cudaStream_
   if (!packs) {
     rows.packs = FastDivmod(static_cast<uint32_t>(cols));
     rows.tail = static_cast<uint32_t>(cols);
-    return launch<1>(op, ptr, rows, view.numel(), 0, index_base, stream);
+    return launch<1>(op, ptr, rows, view.numel(), 0, index_base, gpu, stream);
   }
-  const int64_t head = (kBytes - phase(view.data[0])) % kBytes / int64_t(sizeof(T));
   const int64_t row_packs = (cols - head) / kVec;
   const int64_t singles = cols - row_packs * kVec;
   rows.head = static_cast<uint32_t>(head);
   rows.tail = static_cast<uint32_t>(head + row_packs * kVec);
   rows.packs = FastDivmod(static_cast<uint32_t>(row_packs));
   rows.singles = FastDivmod(static_cast<uint32_t>(std::max<int64_t>(singles, 1)));
-  launch<kVec>(op, ptr, rows, n_rows * row_packs, n_rows * singles, index_base, stream);
+  launch<kVec>(op, ptr, rows, n_rows * row_packs, n_rows * singles, index_base, gpu, stream);
 }
 
 // The smallest row description that holds the view: kernel parameters and index arithmetic grow with it.
 template <typename T, typename Op>
-void launch_part(Op op, const StridedView& view, int64_t index_base, cudaStream_t stream) {
+void launch_part(Op op, const StridedView& view, int64_t index_base, const runtime::GpuShape& gpu,
+                 cudaStream_t stream) {
   switch (view.ndim) {
-    case 1: return launch_rows<0, T>(op, view, index_base, stream);
-    case 2: return launch_rows<1, T>(op, view, index_base, stream);
-    default: return launch_rows<kMaxLaunchDims - 1, T>(op, view, index_base, stream);
+    case 1: return launch_rows<0, T>(op, view, index_base, gpu, stream);
+    case 2: return launch_rows<1, T>(op, view, index_base, gpu, stream);
+    default: return launch_rows<kMaxLaunchDims - 1, T>(op, view, index_base, gpu, stream);
   }
 }
 
@@ -349,9 +374,9 @@ void for_each_part(const StridedView& view, int64_t item_size, int operands, F&&
 }
 
 template <typename T, typename Op>
-void strided_elementwise(Op op, const StridedView& view, cudaStream_t stream) {
+void strided_elementwise(Op op, const StridedView& view, const runtime::GpuShape& gpu, cudaStream_t stream) {
   for_each_part(view, sizeof(T), Op::arity + 1, [&](const StridedView& part) {
-    launch_part<T>(op, part, (part.data[0] - view.data[0]) / int64_t(sizeof(T)), stream);
+    launch_part<T>(op, part, (part.data[0] - view.data[0]) / int64_t(sizeof(T)), gpu, stream);
   });
 }
 

@@ -66,25 +66,15 @@ struct PhiloxStream {
     return extract<Bits>(block(i / kPerBlock), uint32_t(i % kPerBlock));
   }
 
-  // Words i .. i + N - 1: a block per 128 bits where i is aligned to them (as the 16-byte packs of a
-  // 16-byte-aligned tensor are), else word by word.
+  // Words i .. i + N - 1 of a pack: i is a multiple of N, and N divides the block's 128 / Bits words,
+  // so one block holds them all (the launcher sends a random op's other packs element by element).
   template <int Bits, int N>
   C10_HOST_DEVICE void words(uint64_t i, uint32_t (&w)[N]) const {
     constexpr int kPerBlock = 128 / Bits;
-    constexpr int kAligned = N < kPerBlock ? N : kPerBlock;
-    if (i % kAligned != 0) {
+    static_assert(kPerBlock % N == 0, "a pack's words lie in one block");
+    const Block b = block(i / kPerBlock);
 #pragma unroll
-      for (int n = 0; n < N; ++n) w[n] = word<Bits>(i + n);
-      return;
-    }
-#pragma unroll
-    for (int b = 0; b < (N + kPerBlock - 1) / kPerBlock; ++b) {
-      const Block words = block(i / kPerBlock + b);
-#pragma unroll
-      for (int n = 0; n < kPerBlock && b * kPerBlock + n < N; ++n) {
-        w[b * kPerBlock + n] = extract<Bits>(words, N < kPerBlock ? uint32_t(i % kPerBlock) + n : n);
-      }
-    }
+    for (int n = 0; n < N; ++n) w[n] = extract<Bits>(b, N < kPerBlock ? uint32_t(i % kPerBlock) + n : n);
   }
 };
 

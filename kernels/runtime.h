@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include <cstdlib>
+#include <mutex>
 #include <string>
 
 #ifdef ACT_STABLE_ABI
@@ -82,6 +83,41 @@ inline void check_launch() {
 #else
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 #endif
+}
+
+// What a launch shape depends on: the threads that fit on the GPU at once, and the peak bytes its
+// DRAM moves per clock cycle of one SM (two transfers a memory clock over the bus, spread over the SMs).
+struct GpuShape {
+  int64_t resident_threads = 0;
+  double dram_bytes_per_sm_cycle = 0;
+};
+
+inline int device_attribute(cudaDeviceAttr attribute, int device) {
+  int value = 0;
+#ifdef ACT_STABLE_ABI
+  STD_CUDA_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
+#else
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
+#endif
+  return value;
+}
+
+// Read once per device: every launch asks.
+inline GpuShape gpu_shape(int device) {
+  const auto read = [device] {
+    const int64_t sms = device_attribute(cudaDevAttrMultiProcessorCount, device);
+    const double dram_bytes_per_second = 2e3 * device_attribute(cudaDevAttrMemoryClockRate, device) *
+                                         (device_attribute(cudaDevAttrGlobalMemoryBusWidth, device) / 8);
+    const double sm_cycles_per_second = 1e3 * double(sms) * device_attribute(cudaDevAttrClockRate, device);
+    return GpuShape{sms * device_attribute(cudaDevAttrMaxThreadsPerMultiProcessor, device),
+                    sm_cycles_per_second > 0 ? dram_bytes_per_second / sm_cycles_per_second : 0};
+  };
+  constexpr int kCached = 64;
+  static std::once_flag read_once[kCached];
+  static GpuShape shapes[kCached];
+  if (device < 0 || device >= kCached) return read();
+  std::call_once(read_once[device], [&] { shapes[device] = read(); });
+  return shapes[device];
 }
 #endif
 

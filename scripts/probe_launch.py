@@ -36,60 +36,86 @@ CASES = [
     ("selu", torch.bfloat16),
     ("selu_alpha_dropout", torch.bfloat16),
     ("selu_alpha_dropout", torch.float32),
+    ("relu", torch.float64),
+    ("relu_backward", torch.float64),
+    ("relu_backward", torch.float32),
 ]
+LOADS = ("plain", "read-only")  # the shipped ld.global, or ld.global.nc (built with ACT_READ_ONLY_LOADS)
 
 
-def build(threads: int) -> object:
-    """The probe module compiled with ``threads`` threads a block."""
+def module_name(threads: int, loads: str) -> str:
+    """The shape-name prefix of a build: ``t128``, or ``t128r`` for read-only-path loads."""
+    return f"t{threads}" + ("r" if loads == "read-only" else "")
+
+
+def build(threads: int, loads: str) -> object:
+    """The probe module compiled with ``threads`` threads a block and ``loads`` loads."""
+    read_only = ["-DACT_READ_ONLY_LOADS"] if loads == "read-only" else []
     return cpp_extension.load(
-        name=f"act_probe_{threads}",
+        name=f"act_probe_{module_name(threads, loads)}",
         sources=[os.path.join(HERE, "probe_launch.cu")],
-        extra_cuda_cflags=["-O3", f"-DACT_THREADS={threads}", "-DACT_WITH_CUDA"],
+        extra_cuda_cflags=["-O3", f"-DACT_THREADS={threads}", "-DACT_WITH_CUDA", *read_only],
         extra_cflags=["-DACT_WITH_CUDA"],
         verbose=False,
     )
 
 
-def torch_op(op: str) -> Callable[[torch.Tensor], torch.Tensor]:
+def torch_op(op: str) -> Callable[..., torch.Tensor]:
     if op == "selu":
         return torch.selu
     if op == "relu":
         return torch.relu
+    if op == "relu_backward":
+        return lambda grad, x: torch.ops.aten.threshold_backward(grad, x, 0.0)
     return lambda x: torch.nn.functional.alpha_dropout(torch.selu(x), 0.1, True)
 
 
-def shipped_unroll(op: str, n_packs: int) -> int:
-    """kernels/elementwise.cuh's packs a thread for a dense float or bfloat16 tensor of ``n_packs`` packs."""
-    return 4 if op == "selu_alpha_dropout" and n_packs >= 2**21 else 1
+def dram_bytes_per_sm_cycle() -> float:
+    """kernels/runtime.h's gpu_shape: the peak bytes DRAM moves per clock cycle of one SM."""
+    p = torch.cuda.get_device_properties(0)
+    return 2 * p.memory_clock_rate * (p.memory_bus_width // 8) / (p.multi_processor_count * p.clock_rate)
+
+
+def shipped_shape(op: str, n_packs: int, element_size: int, shapes: dict) -> str:
+    """kernels/elementwise.cuh's shape for a dense tensor of ``n_packs`` packs, named as in ``shapes``."""
+    unroll = max(1, 4 * element_size // 16)
+    if op != "selu_alpha_dropout":
+        return f"t128 u{unroll}"
+    if dram_bytes_per_sm_cycle() > 16:  # bound by issue: one pack a thread, at most 4 waves of blocks
+        return f"t128 u{unroll} w4" if f"t128 u{unroll} w4" in shapes else f"t128 u{unroll}"
+    return f"t128 u{max(4, unroll) if n_packs >= 2**22 else unroll}"
 
 
 def shapes_for(modules: dict, n_packs: int) -> dict[str, tuple]:
     """Every shape to time for a tensor of ``n_packs`` packs: (module, packs a thread, grid cap or 0)."""
     props = torch.cuda.get_device_properties(0)
     shapes = {}
-    for threads, module in modules.items():
+    for (threads, loads), module in modules.items():
         resident = props.multi_processor_count * (props.max_threads_per_multi_processor // threads)
+        prefix = module_name(threads, loads)
         for unroll in UNROLLS:
-            shapes[f"t{threads} u{unroll}"] = (module, unroll, 0)
+            shapes[f"{prefix} u{unroll}"] = (module, unroll, 0)
             for waves in WAVES:
                 if unroll in (1, 4) and resident * waves * threads * unroll < n_packs:
-                    shapes[f"t{threads} u{unroll} w{waves}"] = (module, unroll, resident * waves)
+                    shapes[f"{prefix} u{unroll} w{waves}"] = (module, unroll, resident * waves)
     return shapes
 
 
 def time_row(modules: dict, op: str, dtype: torch.dtype, n: int, repeats: int) -> dict:
     """Every shape, torch's op and a copy of the same bytes, interleaved, on ``n`` standard-normal elements."""
     x = torch.randn(n, device="cuda", dtype=dtype)
+    inputs = [torch.randn_like(x), x] if op == "relu_backward" else [x]
     out, copy_out = torch.empty_like(x), torch.empty_like(x)
-    bits = torch.int16 if x.element_size() == 2 else torch.int32
+    bits = {2: torch.int16, 4: torch.int32, 8: torch.int64}[x.element_size()]
     n_packs = n * x.element_size() // 16
 
     def launcher(module: object, unroll: int, blocks: int) -> Callable[[], None]:
-        return lambda: module.run(op, out, x, unroll, blocks)
+        return lambda: module.run(op, out, inputs, unroll, blocks)
 
     fns: dict[str, Callable[[], object]] = {}
     reference = None
-    for name, shape in shapes_for(modules, n_packs).items():
+    shapes = shapes_for(modules, n_packs)
+    for name, shape in shapes.items():
         fns[name] = launcher(*shape)
         out.fill_(float("nan"))
         fns[name]()
@@ -97,7 +123,7 @@ def time_row(modules: dict, op: str, dtype: torch.dtype, n: int, repeats: int) -
             reference = out.clone()
         elif not torch.equal(out.view(bits), reference.view(bits)):
             raise AssertionError(f"{op} {dtype} {n}: shape {name} differs from the first shape's output")
-    fns["torch"] = lambda: torch_op(op)(x)
+    fns["torch"] = lambda: torch_op(op)(*inputs)
     fns["copy"] = lambda: copy_out.copy_(x)
     samples: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
@@ -107,7 +133,7 @@ def time_row(modules: dict, op: str, dtype: torch.dtype, n: int, repeats: int) -
         "op": op,
         "dtype": str(dtype).removeprefix("torch."),
         "numel": n,
-        "shipped": f"t128 u{shipped_unroll(op, n_packs)}",
+        "shipped": shipped_shape(op, n_packs, x.element_size(), shapes),
         "us": {name: statistics.median(s) * 1e6 for name, s in samples.items()},
     }
 
@@ -139,7 +165,7 @@ def ncu_launches(modules: dict) -> None:
     for op, dtype in (("relu", torch.float32), ("relu", torch.bfloat16), ("selu", torch.float32)):
         x = torch.randn(2**20, device="cuda", dtype=dtype)
         out = torch.empty_like(x)
-        modules[128].run(op, out, x, shipped_unroll(op, x.numel() * x.element_size() // 16), 0)
+        modules[128, "plain"].run(op, out, [x], max(1, 4 * x.element_size() // 16), 0)
         torch_op(op)(x)
     torch.cuda.synchronize()
 
@@ -152,6 +178,7 @@ def main() -> None:
     parser.add_argument("--cases", nargs="+", help="op:dtype pairs, e.g. selu_alpha_dropout:bfloat16 (default: all)")
     parser.add_argument("--sizes", nargs="+", type=int, help="log2 of the element counts (default: 16 to 28 by 2)")
     parser.add_argument("--threads", nargs="+", type=int, choices=THREADS, default=THREADS, help="block sizes to build")
+    parser.add_argument("--loads", nargs="+", choices=LOADS, default=["plain"], help="load kinds to build")
     args = parser.parse_args()
     known = {f"{op}:{str(dtype).removeprefix('torch.')}": (op, dtype) for op, dtype in CASES}
     if args.cases and not set(args.cases) <= known.keys():
@@ -163,8 +190,9 @@ def main() -> None:
     threads = tuple(sorted(set(args.threads)))
     if 128 not in threads:
         parser.error("--threads must include 128, the shipped block size")
-    with ThreadPoolExecutor(len(threads)) as pool:
-        modules = dict(zip(threads, pool.map(build, threads), strict=True))
+    builds = [(t, loads) for t in threads for loads in dict.fromkeys(["plain", *args.loads])]
+    with ThreadPoolExecutor(len(builds)) as pool:
+        modules = dict(zip(builds, pool.map(lambda b: build(*b), builds), strict=True))
     if args.ncu:
         return ncu_launches(modules)
     print(

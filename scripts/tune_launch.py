@@ -15,14 +15,17 @@ import sys
 import tempfile
 
 CONFIGS = {
-    "default (128 threads, 4 elements a thread; random ops: 4 packs from 2^21 packs)": "",
+    "default (128 threads, 4 elements a thread; random ops: by the GPU's DRAM speed per SM cycle)": "",
     "256 threads": "-DACT_THREADS=256",
     "8 elements a thread": "-DACT_ELEMENTS=8",
     "16 elements a thread": "-DACT_ELEMENTS=16",
-    "random ops: 2 packs a thread": "-DACT_RANDOM_UNROLL=2",
-    "random ops: 8 packs a thread": "-DACT_RANDOM_UNROLL=8",
-    "random ops: 4 packs from 2^19 packs": "-DACT_RANDOM_UNROLL_PACKS_LOG2=19",
-    "random ops: 4 packs from 2^23 packs": "-DACT_RANDOM_UNROLL_PACKS_LOG2=23",
+    "random ops: bound by issue on every GPU": "-DACT_RANDOM_ISSUE_BOUND_BYTES=0",
+    "random ops: bound by memory on every GPU": "-DACT_RANDOM_ISSUE_BOUND_BYTES=1000",
+    "random ops: at most 2 waves where bound by issue": "-DACT_RANDOM_WAVES=2",
+    "random ops: at most 8 waves where bound by issue": "-DACT_RANDOM_WAVES=8",
+    "random ops: 2 packs a thread where bound by memory": "-DACT_RANDOM_UNROLL=2",
+    "random ops: 4 packs from 2^21 packs where bound by memory": "-DACT_RANDOM_UNROLL_PACKS_LOG2=21",
+    "random ops: 4 packs from 2^23 packs where bound by memory": "-DACT_RANDOM_UNROLL_PACKS_LOG2=23",
 }
 DEFAULTS = {
     "ops": ["selu", "relu", "selu_backward", "selu_alpha_dropout"],
