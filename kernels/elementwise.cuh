@@ -58,8 +58,8 @@ constexpr int kElements = ACT_ELEMENTS;
 // pack: at 4 warp instructions a cycle an SM then keeps up with at most about 20 bytes of DRAM traffic
 // a cycle. Where DRAM moves fewer than kRandomIssueBoundBytes bytes per SM cycle (H100: 12.8), the op
 // is bound by memory, and 4 packs a thread from 2^22 packs keep the most bytes in flight: its
-// bfloat16 and float32 forwards reached 95-101% of a copy from 2^24 elements (one pack a thread, ahead
-// below, fell to 90% for float32 above). Where DRAM is faster (H200: 18.8) the op is bound by issue,
+// bfloat16 and float32 forwards reached 94.5-101% of a copy from 2^24 elements (one pack a thread, ahead
+// below, fell to 90% for float32 above). Where DRAM is faster (H200: 18.4) the op is bound by issue,
 // and one pack a thread over a grid of at most kRandomWaves waves of resident blocks, the fewest
 // instructions a pack, was ahead at every size from 2^24 elements: 80-87% of a copy against 76-79%
 // for 4 packs a thread and 67-76% for an uncapped grid (docs/benchmarks/probe_alpha_dropout_*).
