@@ -60,7 +60,7 @@ constexpr int kElements = ACT_ELEMENTS;
 // is bound by memory, and 4 packs a thread from 2^22 packs keep the most bytes in flight: its
 // bfloat16 and float32 forwards reached 94.5-101% of a copy from 2^24 elements (one pack a thread, ahead
 // below, fell to 90% for float32 above). Where DRAM is faster (H200: 18.4) the op is bound by issue,
-// and one pack a thread over a grid of at most kRandomWaves waves of resident blocks, the fewest
+// and kElements a thread over a grid of at most kRandomWaves waves of resident blocks, the fewest
 // instructions a pack, was ahead at every size from 2^24 elements: 80-87% of a copy against 76-79%
 // for 4 packs a thread and 67-76% for an uncapped grid (docs/benchmarks/probe_alpha_dropout_*).
 constexpr int kRandomUnroll = ACT_RANDOM_UNROLL;

@@ -92,13 +92,14 @@ struct GpuShape {
   double dram_bytes_per_sm_cycle = 0;
 };
 
+// An attribute that cannot be read counts as 0, which selects the shapes of a GPU bound by memory: the
+// shape is a matter of speed, and the device was checked before any launch asks.
 inline int device_attribute(cudaDeviceAttr attribute, int device) {
   int value = 0;
-#ifdef ACT_STABLE_ABI
-  STD_CUDA_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
-#else
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
-#endif
+  if (cudaDeviceGetAttribute(&value, attribute, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
   return value;
 }
 
@@ -112,7 +113,7 @@ inline GpuShape gpu_shape(int device) {
     return GpuShape{sms * device_attribute(cudaDevAttrMaxThreadsPerMultiProcessor, device),
                     sm_cycles_per_second > 0 ? dram_bytes_per_second / sm_cycles_per_second : 0};
   };
-  constexpr int kCached = 64;
+  constexpr int kCached = 128;  // C10_COMPILE_TIME_MAX_GPUS is at most 120
   static std::once_flag read_once[kCached];
   static GpuShape shapes[kCached];
   if (device < 0 || device >= kCached) return read();

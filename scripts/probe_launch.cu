@@ -57,7 +57,8 @@ void run(const std::string& op, torch::Tensor out, std::vector<torch::Tensor> in
          int64_t blocks) {
   TORCH_CHECK(out.is_cuda() && out.is_contiguous() && out.numel() % 8 == 0 && out.numel() < (int64_t(1) << 31));
   for (const auto& x : inputs) {
-    TORCH_CHECK(x.is_contiguous() && x.sizes() == out.sizes() && x.dtype() == out.dtype(), "inputs like out");
+    TORCH_CHECK(x.is_cuda() && x.is_contiguous() && x.sizes() == out.sizes() && x.dtype() == out.dtype(),
+                "inputs like out");
   }
   switch (out.scalar_type()) {
     case torch::kFloat: return by_op<float>(op, out, inputs, unroll, blocks);
