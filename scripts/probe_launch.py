@@ -3,7 +3,7 @@
 Usage (on the GPU machine, from the repository root): ``python3 scripts/probe_launch.py [--json PATH]`` for the
 sweep, or ``python3 scripts/probe_launch.py --ncu`` under ``ncu`` for one launch of each kernel that the mid-size
 question is about. ``scripts/tune_launch.py`` rebuilds the package per shape; this probe compiles
-``scripts/probe_launch.cu`` (the same kernel on dense tensors) once per block size and picks the packs per
+``scripts/probe_launch.cu`` (the same kernel on dense tensors) once per block size and load kind and picks the packs per
 thread and the grid at run time, so a whole sweep fits one device call. Each shape's output is checked against
 one reference shape's (bit for bit: the same functor on the same elements) before it is timed.
 """
@@ -77,12 +77,17 @@ def dram_bytes_per_sm_cycle() -> float:
     return 2 * p.memory_clock_rate * (p.memory_bus_width // 8) / sm_cycles if sm_cycles else 0.0
 
 
+def elements_unroll(element_size: int) -> int:
+    """kernels/elementwise.cuh's kUnroll: the packs that make 4 elements a thread, at least one."""
+    return max(1, 4 * element_size // 16)
+
+
 def shipped_shape(op: str, n_packs: int, element_size: int, shapes: dict) -> str:
     """kernels/elementwise.cuh's shape for a dense tensor of ``n_packs`` packs, named as in ``shapes``."""
-    unroll = max(1, 4 * element_size // 16)
+    unroll = elements_unroll(element_size)
     if op != "selu_alpha_dropout":
         return f"t128 u{unroll}"
-    if dram_bytes_per_sm_cycle() > 16:  # bound by issue: one pack a thread, at most 4 waves of blocks
+    if dram_bytes_per_sm_cycle() > 16:  # bound by issue: kUnroll a thread, at most 4 waves of blocks
         return f"t128 u{unroll} w4" if f"t128 u{unroll} w4" in shapes else f"t128 u{unroll}"
     return f"t128 u{max(4, unroll) if n_packs >= 2**22 else unroll}"
 
@@ -166,7 +171,7 @@ def ncu_launches(modules: dict) -> None:
     for op, dtype in (("relu", torch.float32), ("relu", torch.bfloat16), ("selu", torch.float32)):
         x = torch.randn(2**20, device="cuda", dtype=dtype)
         out = torch.empty_like(x)
-        modules[128, "plain"].run(op, out, [x], max(1, 4 * x.element_size() // 16), 0)
+        modules[128, "plain"].run(op, out, [x], elements_unroll(x.element_size()), 0)
         torch_op(op)(x)
     torch.cuda.synchronize()
 
