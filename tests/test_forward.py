@@ -120,6 +120,20 @@ def test_selu_keeps_precision_near_zero(device):
 
 
 @requires_cuda
+def test_float32_selu_has_torchs_bits_for_every_float():
+    # The kernel's expm1 for x < 0 is CUDA's expm1f step for step, less its branches for x >= 0; torch.selu
+    # calls expm1f itself. Every float32 bit pattern, 2^28 at a time (negative zero, subnormals, inf, NaN too).
+    chunk = 1 << 28
+    for start in range(-(1 << 31), 1 << 31, chunk):
+        x = torch.arange(start, start + chunk, dtype=torch.int32, device="cuda").view(torch.float32)
+        ours, theirs = torch.ops.act.selu(x), torch.selu(x)
+        nan = theirs.isnan()
+        assert torch.equal(ours.isnan(), nan), f"NaN where torch has none from {start:#x}"
+        differ = (ours.view(torch.int32) != theirs.view(torch.int32)) & ~nan
+        assert not differ.any(), f"{int(differ.sum())} differ, e.g. selu({x[differ][0].item()!r})"
+
+
+@requires_cuda
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_large_tensors_with_a_head_and_a_tail(dtype):
     # 2^22 16-byte packs and more, the input one element past a 16-byte boundary: the forward (into a fresh,
