@@ -23,7 +23,7 @@ from conftest import (
     requires_cuda,
     selu_ref,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import activations_ext
@@ -181,10 +181,20 @@ def outside(buffer: torch.Tensor, layout: dict) -> torch.Tensor:
     return mask
 
 
-HYPOTHESIS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# The same examples on every run, so that a failure in CI is a change in the code, not a new draw.
+HYPOTHESIS = settings(
+    max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @HYPOTHESIS
+@example(  # a subnormal half result, 7e-7: within half its ulp, 4% of its value
+    layout={"sizes": [2, 11, 17, 17, 17], "steps": [2, 2, 3, 2, 3], "perm": [0, 1, 2, 3, 4], "offset": 0},
+    out_layout={"sizes": [], "steps": [], "perm": [], "offset": 0},
+    dtype=torch.float16,
+    op="selu",
+    form="functional",
+)
 @given(
     layout=layouts(),
     out_layout=layouts(),
@@ -216,7 +226,7 @@ def test_any_layout_writes_exactly_its_target(device, layout, out_layout, dtype,
         assert torch.equal(buffer, before)
         mask = outside(out_buffer, out_layout)
         assert torch.equal(out_buffer[mask], out_before[mask])
-    torch.testing.assert_close(result.cpu().double(), expected, rtol=1e-2 if dtype.itemsize == 2 else 1e-6, atol=1e-30)
+    assert_matches(result.cpu(), expected, dtype)
 
 
 @HYPOTHESIS
@@ -224,11 +234,11 @@ def test_any_layout_writes_exactly_its_target(device, layout, out_layout, dtype,
 def test_backward_any_layout(device, layout, dtype, op):
     backward, ref = BACKWARD[op]
     buffer, grad = guarded(layout, dtype, device, seed=3)
-    result = FORWARD[op][0](torch.randn(grad.shape, dtype=torch.float64).to(dtype=dtype, device=device))
+    result = FORWARD[op][0](random_data(tuple(grad.shape), dtype, device, seed=4))
     before = buffer.clone()
     grad_input = backward(grad, result)
     assert torch.equal(buffer, before)
-    torch.testing.assert_close(grad_input.cpu().double(), ref(grad.cpu(), result.cpu()), rtol=2e-2, atol=1e-2)
+    assert_matches(grad_input.cpu(), ref(grad.cpu(), result.cpu()), dtype, abs_scale=2 * grad.cpu())
 
 
 # --- CUDA: huge tensors, streams, devices, graphs -------------------------------------------------
