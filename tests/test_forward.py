@@ -128,7 +128,7 @@ def test_float32_selu_has_torchs_bits_for_every_float():
         x = torch.arange(start, start + chunk, dtype=torch.int32, device="cuda").view(torch.float32)
         ours, theirs = torch.ops.act.selu(x), torch.selu(x)
         nan = theirs.isnan()
-        assert torch.equal(ours.isnan(), nan), f"NaN where torch has none from {start:#x}"
+        assert torch.equal(ours.isnan(), nan), f"NaNs not where torch has them, in the chunk from {start:#x}"
         differ = (ours.view(torch.int32) != theirs.view(torch.int32)) & ~nan
         assert not differ.any(), f"{int(differ.sum())} differ, e.g. selu({x[differ][0].item()!r})"
 
