@@ -35,6 +35,9 @@ struct alignas(sizeof(T) * N) Pack {
 #ifndef ACT_ELEMENTS
 #define ACT_ELEMENTS 4
 #endif
+#ifndef ACT_ONE_WAVE_UNROLL
+#define ACT_ONE_WAVE_UNROLL 4
+#endif
 #ifndef ACT_RANDOM_UNROLL
 #define ACT_RANDOM_UNROLL 4
 #endif
@@ -54,15 +57,23 @@ constexpr int kThreads = ACT_THREADS;
 // a copy on the H200, and mid-size ones up to 10% behind on both chips: more threads, not more bytes
 // in flight per thread, fill the GPU.
 constexpr int kElements = ACT_ELEMENTS;
+// The exception: a dense view that one wave of resident blocks would not hold at kElements a thread but
+// holds at 2 or 4 times as many (up to kOneWaveUnroll packs) takes the fewest that fit: all of it is
+// requested at once, and no block waits for another to retire. So ReLU and SELU at 2^22 float32
+// elements read 107-108% of a copy on an H100, against 98-99% at one pack a thread over four waves, and
+// float64 ReLU at 2^21 108% against 100%; 4 packs a thread gained nothing where the kernel's registers
+// left too few blocks resident for one wave (bfloat16 ReLU at 2^23: 48 registers, 10 blocks of 16 an
+// SM). docs/benchmarks/probe_wave_h100.txt.
+constexpr int kOneWaveUnroll = ACT_ONE_WAVE_UNROLL;
 // A random op computes a Philox block and its functor per pack, about 200 instructions for a 16-bit
 // pack: at 4 warp instructions a cycle an SM then keeps up with at most about 20 bytes of DRAM traffic
 // a cycle. Where DRAM moves fewer than kRandomIssueBoundBytes bytes per SM cycle (H100: 12.8), the op
-// is bound by memory, and 4 packs a thread from 2^22 packs keep the most bytes in flight: its
-// bfloat16 and float32 forwards reached 94.5-101% of a copy from 2^24 elements (one pack a thread, ahead
-// below, fell to 90% for float32 above). Where DRAM is faster (H200: 18.4) the op is bound by issue,
-// and kElements a thread over a grid of at most kRandomWaves waves of resident blocks, the fewest
-// instructions a pack, was ahead at every size from 2^24 elements: 80-87% of a copy against 76-79%
-// for 4 packs a thread and 67-76% for an uncapped grid (docs/benchmarks/probe_alpha_dropout_*).
+// is bound by memory, and 4 packs a thread from 2^22 packs keep the most bytes in flight (one pack a
+// thread, ahead below, fell to 90% of a copy for float32 above). Where DRAM is faster (H200: 18.4) the
+// op is bound by issue, and kElements a thread over a grid of at most kRandomWaves waves of resident
+// blocks, the fewest instructions a pack, was ahead at every size from 2^24 elements: 80-87% of a copy
+// against 76-79% for 4 packs a thread and 67-76% for an uncapped grid
+// (docs/benchmarks/probe_alpha_dropout_*).
 constexpr int kRandomUnroll = ACT_RANDOM_UNROLL;
 constexpr int64_t kRandomUnrollPacks = int64_t(1) << ACT_RANDOM_UNROLL_PACKS_LOG2;
 constexpr int kRandomWaves = ACT_RANDOM_WAVES;
@@ -249,6 +260,26 @@ strided_activation_kernel(Op op, Pointers<T, Op::arity + 1> ptr, Rows<Op::arity 
   }
 }
 
+constexpr int64_t kUncapped = std::numeric_limits<int32_t>::max();
+
+// run(U, grid cap) with the fewest packs a thread U, from `U` up to kOneWaveUnroll, at which one wave of
+// the kernel's resident blocks (its registers count) holds a dense view of `n_packs` packs; false if none.
+template <int U, int VEC, typename T, typename Op, typename Run>
+bool launch_in_one_wave(int64_t n_packs, const runtime::GpuShape& gpu, const Run& run) {
+  if constexpr (U > kOneWaveUnroll) {
+    return false;
+  } else {
+    const int64_t blocks_per_sm = runtime::once_per_device(gpu.device, [](int) {
+      return runtime::resident_blocks_per_sm(strided_activation_kernel<VEC, U, T, Op, 0>, kThreads);
+    });
+    if (n_packs <= blocks_per_sm * gpu.sms * kThreads * U) {
+      run(std::integral_constant<int, U>{}, kUncapped);
+      return true;
+    }
+    return launch_in_one_wave<2 * U, VEC, T, Op>(n_packs, gpu, run);
+  }
+}
+
 template <int VEC, typename T, typename Op, int D>
 void launch(Op op, Pointers<T, Op::arity + 1> ptr, const Rows<Op::arity + 1, D>& rows, int64_t n_packs,
             int64_t n_singles, int64_t index_base, const runtime::GpuShape& gpu, cudaStream_t stream) {
@@ -262,11 +293,15 @@ void launch(Op op, Pointers<T, Op::arity + 1> ptr, const Rows<Op::arity + 1, D>&
                                                                         index_base);
     runtime::check_launch();
   };
-  constexpr int64_t kUncapped = std::numeric_limits<int32_t>::max();
+  if constexpr (!IsRandom<Op>::value && D == 0 && VEC > 1) {
+    if (n_packs > kUnroll * gpu.resident_threads && launch_in_one_wave<2 * kUnroll, VEC, T, Op>(n_packs, gpu, run)) {
+      return;
+    }
+  }
   if constexpr (IsRandom<Op>::value) {
     if (gpu.dram_bytes_per_sm_cycle > kRandomIssueBoundBytes) {
-      const int64_t waves = std::max<int64_t>(1, kRandomWaves * gpu.resident_threads / kThreads);
-      return run(std::integral_constant<int, kUnroll>{}, waves);
+      const int64_t max_blocks = std::max<int64_t>(1, kRandomWaves * gpu.resident_threads / kThreads);
+      return run(std::integral_constant<int, kUnroll>{}, max_blocks);
     }
     if (n_packs >= kRandomUnrollPacks) {
       return run(std::integral_constant<int, std::max(kRandomUnroll, kUnroll)>{}, kUncapped);

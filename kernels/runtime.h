@@ -85,9 +85,12 @@ inline void check_launch() {
 #endif
 }
 
-// What a launch shape depends on: the threads that fit on the GPU at once, and the peak bytes its
-// DRAM moves per clock cycle of one SM (two transfers a memory clock over the bus, spread over the SMs).
+// What a launch shape depends on: the GPU's device index and SMs, the threads that fit on it at once,
+// and the peak bytes its DRAM moves per clock cycle of one SM (two transfers a memory clock over the
+// bus, spread over the SMs).
 struct GpuShape {
+  int device = 0;
+  int64_t sms = 0;
   int64_t resident_threads = 0;
   double dram_bytes_per_sm_cycle = 0;
 };
@@ -103,22 +106,40 @@ inline int device_attribute(cudaDeviceAttr attribute, int device) {
   return value;
 }
 
-// Read once per device: every launch asks.
-inline GpuShape gpu_shape(int device) {
-  const auto read = [device] {
-    const int64_t sms = device_attribute(cudaDevAttrMultiProcessorCount, device);
-    const double dram_bytes_per_second = 2e3 * device_attribute(cudaDevAttrMemoryClockRate, device) *
-                                         (device_attribute(cudaDevAttrGlobalMemoryBusWidth, device) / 8);
-    const double sm_cycles_per_second = 1e3 * double(sms) * device_attribute(cudaDevAttrClockRate, device);
-    return GpuShape{sms * device_attribute(cudaDevAttrMaxThreadsPerMultiProcessor, device),
-                    sm_cycles_per_second > 0 ? dram_bytes_per_second / sm_cycles_per_second : 0};
-  };
+// read(device), once per device and kept, as every launch asks (a cache per call site: each lambda is a
+// type of its own).
+template <typename Read>
+auto once_per_device(int device, const Read& read) {
+  using Value = decltype(read(device));
   constexpr int kCached = 128;  // C10_COMPILE_TIME_MAX_GPUS is at most 120
   static std::once_flag read_once[kCached];
-  static GpuShape shapes[kCached];
-  if (device < 0 || device >= kCached) return read();
-  std::call_once(read_once[device], [&] { shapes[device] = read(); });
-  return shapes[device];
+  static Value values[kCached];
+  if (device < 0 || device >= kCached) return read(device);
+  std::call_once(read_once[device], [&] { values[device] = read(device); });
+  return values[device];
+}
+
+inline GpuShape gpu_shape(int device) {
+  return once_per_device(device, [](int d) {
+    const int64_t sms = device_attribute(cudaDevAttrMultiProcessorCount, d);
+    const double dram_bytes_per_second = 2e3 * device_attribute(cudaDevAttrMemoryClockRate, d) *
+                                         (device_attribute(cudaDevAttrGlobalMemoryBusWidth, d) / 8);
+    const double sm_cycles_per_second = 1e3 * double(sms) * device_attribute(cudaDevAttrClockRate, d);
+    return GpuShape{d, sms, sms * device_attribute(cudaDevAttrMaxThreadsPerMultiProcessor, d),
+                    sm_cycles_per_second > 0 ? dram_bytes_per_second / sm_cycles_per_second : 0};
+  });
+}
+
+// Blocks of `threads` threads of `kernel` that one SM of the current device holds at once (its registers
+// count), or 0 where that cannot be read.
+template <typename Kernel>
+int resident_blocks_per_sm(Kernel kernel, int threads) {
+  int blocks = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return blocks;
 }
 #endif
 

@@ -9,11 +9,13 @@
 
 namespace act {
 
+// blocks < 0: no launch; the kernel's resident blocks per SM (for the shipped shape's one-wave rule).
 template <int U, typename T, typename Op>
-void launch_shape(Op op, torch::Tensor& out, const std::vector<torch::Tensor>& inputs, int64_t blocks) {
+int64_t launch_shape(Op op, torch::Tensor& out, const std::vector<torch::Tensor>& inputs, int64_t blocks) {
   constexpr int kVec = 16 / sizeof(T);
   constexpr int N = Op::arity + 1;
   TORCH_CHECK(inputs.size() == size_t(Op::arity), "the op takes ", Op::arity, " inputs");
+  if (blocks < 0) return runtime::resident_blocks_per_sm(strided_activation_kernel<kVec, U, T, Op, 0>, kThreads);
   Pointers<T, N> ptr;
   Rows<N, 0> rows;
   for (int k = 0; k < N; ++k) {
@@ -27,10 +29,11 @@ void launch_shape(Op op, torch::Tensor& out, const std::vector<torch::Tensor>& i
   strided_activation_kernel<kVec, U, T, Op, 0>
       <<<grid, kThreads, 0, c10::cuda::getCurrentCUDAStream()>>>(op, ptr, rows, n_packs, 0, 0);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return 0;
 }
 
 template <typename T, typename Op>
-void by_unroll(Op op, torch::Tensor& out, const std::vector<torch::Tensor>& inputs, int64_t unroll, int64_t blocks) {
+int64_t by_unroll(Op op, torch::Tensor& out, const std::vector<torch::Tensor>& inputs, int64_t unroll, int64_t blocks) {
   switch (unroll) {
     case 1: return launch_shape<1, T>(op, out, inputs, blocks);
     case 2: return launch_shape<2, T>(op, out, inputs, blocks);
@@ -41,7 +44,7 @@ void by_unroll(Op op, torch::Tensor& out, const std::vector<torch::Tensor>& inpu
 }
 
 template <typename T>
-void by_op(const std::string& op, torch::Tensor& out, const std::vector<torch::Tensor>& inputs, int64_t unroll,
+int64_t by_op(const std::string& op, torch::Tensor& out, const std::vector<torch::Tensor>& inputs, int64_t unroll,
            int64_t blocks) {
   if (op == "selu") return by_unroll<T>(SeluForward<T>{}, out, inputs, unroll, blocks);
   if (op == "relu") return by_unroll<T>(ReluForward<T>{}, out, inputs, unroll, blocks);
@@ -52,8 +55,9 @@ void by_op(const std::string& op, torch::Tensor& out, const std::vector<torch::T
   by_unroll<T>(SeluAlphaDropoutForward<T>(alpha_dropout_args(0.1, source)), out, inputs, unroll, blocks);
 }
 
-// out = op(inputs...) on dense tensors alike; relu_backward takes (grad, result).
-void run(const std::string& op, torch::Tensor out, std::vector<torch::Tensor> inputs, int64_t unroll,
+// out = op(inputs...) on dense tensors alike; relu_backward takes (grad, result). With blocks < 0, the
+// kernel's resident blocks per SM instead.
+int64_t run(const std::string& op, torch::Tensor out, std::vector<torch::Tensor> inputs, int64_t unroll,
          int64_t blocks) {
   TORCH_CHECK(out.is_cuda() && out.is_contiguous() && out.numel() % 8 == 0 && out.numel() < (int64_t(1) << 31));
   for (const auto& x : inputs) {

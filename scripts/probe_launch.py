@@ -82,10 +82,16 @@ def elements_unroll(element_size: int) -> int:
     return max(1, 4 * element_size // 16)
 
 
-def shipped_shape(op: str, n_packs: int, element_size: int, shapes: dict) -> str:
-    """kernels/elementwise.cuh's shape for a dense tensor of ``n_packs`` packs, named as in ``shapes``."""
+def shipped_shape(op: str, n_packs: int, element_size: int, shapes: dict, blocks_per_sm: Callable[[int], int]) -> str:
+    """kernels/elementwise.cuh's shape for a dense tensor of ``n_packs`` packs, named as in ``shapes``;
+    ``blocks_per_sm(u)``: the resident blocks of the kernel at ``u`` packs a thread."""
     unroll = elements_unroll(element_size)
+    props = torch.cuda.get_device_properties(0)
     if op != "selu_alpha_dropout":
+        if n_packs > unroll * props.multi_processor_count * props.max_threads_per_multi_processor:
+            for u in (2 * unroll, 4 * unroll):  # the fewest packs a thread, up to 4, that one wave holds
+                if u <= 4 and n_packs <= blocks_per_sm(u) * props.multi_processor_count * 128 * u:
+                    return f"t128 u{u}"
         return f"t128 u{unroll}"
     if dram_bytes_per_sm_cycle() > 16:  # bound by issue: kUnroll a thread, at most 4 waves of blocks
         return f"t128 u{unroll} w4" if f"t128 u{unroll} w4" in shapes else f"t128 u{unroll}"
@@ -139,7 +145,9 @@ def time_row(modules: dict, op: str, dtype: torch.dtype, n: int, repeats: int) -
         "op": op,
         "dtype": str(dtype).removeprefix("torch."),
         "numel": n,
-        "shipped": shipped_shape(op, n_packs, x.element_size(), shapes),
+        "shipped": shipped_shape(
+            op, n_packs, x.element_size(), shapes, lambda u: modules[128, "plain"].run(op, out, inputs, u, -1)
+        ),
         "us": {name: statistics.median(s) * 1e6 for name, s in samples.items()},
     }
 

@@ -145,3 +145,25 @@ def test_large_tensors_with_a_head_and_a_tail(dtype):
     result = torch.ops.act.selu(x)
     expected = BACKWARD["selu"][1](g.cpu(), result.cpu())
     assert_matches(torch.ops.act.selu_backward(g, result).cpu(), expected, dtype, abs_scale=2 * g.cpu())
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_sizes_that_one_wave_holds_at_more_packs_a_thread(dtype):
+    # Dense tensors of 1 to 4 times as many 16-byte packs as the GPU's resident threads, each with a tail of
+    # single elements: where one wave of resident blocks holds them at 2 or 4 packs a thread, every op takes that.
+    props = torch.cuda.get_device_properties(0)
+    resident = props.multi_processor_count * props.max_threads_per_multi_processor
+    per_pack = 16 // torch.empty((), dtype=dtype).element_size()
+    for packs in (resident + 1, 2 * resident - 3, 2 * resident + 5, 3 * resident, 4 * resident - 7, 4 * resident + 3):
+        n = packs * per_pack + 5
+        x, g = random_data((n,), dtype, "cuda", seed=packs), random_data((n,), dtype, "cuda", seed=1)
+        assert torch.equal(torch.ops.act.relu(x), torch.relu(x))
+        assert torch.equal(torch.ops.act.relu_backward(g, x), torch.ops.aten.threshold_backward(g, x, 0.0))
+        inplace = x.clone()
+        torch.ops.act.relu_(inplace)
+        assert torch.equal(inplace, torch.relu(x))
+        result = torch.ops.act.selu(x)
+        assert_matches(result.cpu(), FORWARD["selu"][2](x.cpu()), dtype)
+        expected = BACKWARD["selu"][1](g.cpu(), result.cpu())
+        assert_matches(torch.ops.act.selu_backward(g, result).cpu(), expected, dtype, abs_scale=2 * g.cpu())
