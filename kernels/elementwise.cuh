@@ -57,13 +57,14 @@ constexpr int kThreads = ACT_THREADS;
 // a copy on the H200, and mid-size ones up to 10% behind on both chips: more threads, not more bytes
 // in flight per thread, fill the GPU.
 constexpr int kElements = ACT_ELEMENTS;
-// The exception: a dense view that one wave of resident blocks would not hold at kElements a thread but
-// holds at 2 or 4 times as many (up to kOneWaveUnroll packs) takes the fewest that fit: all of it is
-// requested at once, and no block waits for another to retire. So ReLU and SELU at 2^22 float32
-// elements read 107-108% of a copy on an H100, against 98-99% at one pack a thread over four waves, and
-// float64 ReLU at 2^21 108% against 100%; 4 packs a thread gained nothing where the kernel's registers
-// left too few blocks resident for one wave (bfloat16 ReLU at 2^23: 48 registers, 10 blocks of 16 an
-// SM). docs/benchmarks/probe_wave_h100.txt.
+// The exception: a dense view that one full wave (every thread the GPU holds) would not take at
+// kElements a thread but takes at 2 or 4 times as many (up to kOneWaveUnroll packs) gets the fewest that
+// do, where that kernel's registers admit every thread: all of the view is requested at once, and no
+// block waits for another to retire. So ReLU and SELU at 2^22 float32 elements read 105-108% of a copy on
+// an H100 (101-102% on an H200) against 97-100% at one pack a thread over four waves, and at 2^21 2 packs
+// a thread read 100-101% on both against 98-100%. Half a wave was behind a full one (SELU at 2^21: 94-97%
+// at 4 packs, 100-101% at 2), and so was a kernel whose registers leave fewer threads resident (bfloat16
+// SELU at 2^22: 56 registers at 4 packs, 97-99% against 100% at one). docs/benchmarks/probe_wave_*.txt.
 constexpr int kOneWaveUnroll = ACT_ONE_WAVE_UNROLL;
 // A random op computes a Philox block and its functor per pack, about 200 instructions for a 16-bit
 // pack: at 4 warp instructions a cycle an SM then keeps up with at most about 20 bytes of DRAM traffic
@@ -262,21 +263,21 @@ strided_activation_kernel(Op op, Pointers<T, Op::arity + 1> ptr, Rows<Op::arity 
 
 constexpr int64_t kUncapped = std::numeric_limits<int32_t>::max();
 
-// run(U, grid cap) with the fewest packs a thread U, from `U` up to kOneWaveUnroll, at which one wave of
-// the kernel's resident blocks (its registers count) holds a dense view of `n_packs` packs; false if none.
+// run(U, no cap) with the fewest packs a thread U, from `U` up to kOneWaveUnroll, at which one wave of
+// every thread the GPU holds takes a dense view of `n_packs` packs, if that kernel's registers admit every
+// thread; false otherwise.
 template <int U, int VEC, typename T, typename Op, typename Run>
 bool launch_in_one_wave(int64_t n_packs, const runtime::GpuShape& gpu, const Run& run) {
   if constexpr (U > kOneWaveUnroll) {
     return false;
   } else {
+    if (n_packs > U * gpu.resident_threads) return launch_in_one_wave<2 * U, VEC, T, Op>(n_packs, gpu, run);
     const int64_t blocks_per_sm = runtime::once_per_device(gpu.device, [](int) {
       return runtime::resident_blocks_per_sm(strided_activation_kernel<VEC, U, T, Op, 0>, kThreads);
     });
-    if (n_packs <= blocks_per_sm * gpu.sms * kThreads * U) {
-      run(std::integral_constant<int, U>{}, kUncapped);
-      return true;
-    }
-    return launch_in_one_wave<2 * U, VEC, T, Op>(n_packs, gpu, run);
+    if (blocks_per_sm * gpu.sms * kThreads < gpu.resident_threads) return false;
+    run(std::integral_constant<int, U>{}, kUncapped);
+    return true;
   }
 }
 

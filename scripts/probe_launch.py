@@ -87,11 +87,13 @@ def shipped_shape(op: str, n_packs: int, element_size: int, shapes: dict, blocks
     ``blocks_per_sm(u)``: the resident blocks of the kernel at ``u`` packs a thread."""
     unroll = elements_unroll(element_size)
     props = torch.cuda.get_device_properties(0)
+    resident = props.multi_processor_count * props.max_threads_per_multi_processor
     if op != "selu_alpha_dropout":
-        if n_packs > unroll * props.multi_processor_count * props.max_threads_per_multi_processor:
-            for u in (2 * unroll, 4 * unroll):  # the fewest packs a thread, up to 4, that one wave holds
-                if u <= 4 and n_packs <= blocks_per_sm(u) * props.multi_processor_count * 128 * u:
-                    return f"t128 u{u}"
+        if n_packs > unroll * resident:
+            # the fewest packs a thread, up to 4, at which one full wave takes the tensor, if registers admit it
+            fewest = next((u for u in (2 * unroll, 4 * unroll) if u <= 4 and n_packs <= u * resident), None)
+            if fewest and blocks_per_sm(fewest) * props.multi_processor_count * 128 >= resident:
+                return f"t128 u{fewest}"
         return f"t128 u{unroll}"
     if dram_bytes_per_sm_cycle() > 16:  # bound by issue: kUnroll a thread, at most 4 waves of blocks
         return f"t128 u{unroll} w4" if f"t128 u{unroll} w4" in shapes else f"t128 u{unroll}"

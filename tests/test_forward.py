@@ -151,7 +151,8 @@ def test_large_tensors_with_a_head_and_a_tail(dtype):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
 def test_sizes_that_one_wave_holds_at_more_packs_a_thread(dtype):
     # Dense tensors of 1 to 4 times as many 16-byte packs as the GPU's resident threads, each with a tail of
-    # single elements: where one wave of resident blocks holds them at 2 or 4 packs a thread, every op takes that.
+    # single elements: one full wave takes them at 2 or 4 packs a thread, which every op whose kernel's registers
+    # admit every thread then launches.
     props = torch.cuda.get_device_properties(0)
     resident = props.multi_processor_count * props.max_threads_per_multi_processor
     per_pack = 16 // torch.empty((), dtype=dtype).element_size()
