@@ -4,10 +4,10 @@ Usage: ``python -m activations_ext.bench [--ops ...] [--dtypes ...] [--sizes ...
 [--json PATH] [--plot PATH]``.
 The implementations of one row run in turns (ours, torch, torch.compile, the copy), each run on a cold L2 and
 timed by CUDA events around the device's work only (wall clock on the CPU); a figure is the median of
-``--repeats`` such interleaved runs of 25 rounds each, and ``spread`` gives the lowest and highest ours-vs-torch
-ratio among them. Bandwidth counts the bytes every op must move: one read and one write per element for the
-forward ops, two reads and a write for the backward ops. Below the table, per op, dtype and layout: the geometric
-mean of ours-vs-torch over the sizes measured, and the lowest row.
+``--repeats`` such interleaved runs of 25 rounds each, each run on operands of its own, and ``spread`` gives the
+lowest and highest ours-vs-torch ratio among them. Bandwidth counts the bytes every op must move: one read and one
+write per element for the forward ops, two reads and a write for the backward ops. Below the table, per op, dtype
+and layout: the geometric mean of ours-vs-torch over the sizes measured, and the lowest row.
 
 ``selu_alpha_dropout`` (train mode, p = 0.1) is compared with ``alpha_dropout(selu(x))``, and
 ``selu_alpha_dropout+bwd`` times the forward and ``torch.autograd.grad`` through it (five passes over memory: the
@@ -41,6 +41,8 @@ DROPOUT_P = 0.1
 # ``t.chunk(2, dim=-1)`` for rows of 4096 (the gated-MLP idiom), contiguous rows with a row stride.
 LAYOUTS = ["contiguous", "strided", "chunk"]
 CHUNK_ROW = 4096
+# The most bytes of a row's earlier runs' operands kept alive, so that its next run's lie elsewhere.
+KEEP_BYTES = 2**30
 # % of the copy roofline above which a contiguous row is flagged as suspect rather than reported.
 SUSPECT_PERCENT = 110
 
@@ -100,7 +102,8 @@ def gradient_case(ours_forward: Callable, torch_forward: Callable) -> Case:
 
 
 def make_case(op: str) -> Case:
-    """The implementations of ``op``; in-place and out= forms are compared with torch's nearest form."""
+    """The implementations of ``op``; in-place and out= forms are compared with torch's own in-place and out=
+    kernels, which write the same tensor."""
     if op == "selu_alpha_dropout":
         return Case(1, _ours_selu_alpha_dropout, _torch_selu_alpha_dropout)
     if op == "selu_alpha_dropout+bwd":
@@ -114,8 +117,7 @@ def make_case(op: str) -> Case:
     if op.endswith("_"):
         return Case(1, getattr(torch.ops.act, f"{base}_").default, getattr(torch, f"{base}_"))
     if op.endswith(".out"):
-        # torch.selu/torch.relu take no out=: theirs allocates, which the caching allocator makes free.
-        return Case(1, lambda x, out: ours_packet.out(x, out=out), lambda x, out: torch_fn(x))
+        return Case(1, lambda x, out: ours_packet.out(x, out=out), activation.torch_out)
     return Case(1, ours_packet.default, torch_fn)
 
 
@@ -203,18 +205,30 @@ def measure(
     repeats: int = 1,
 ) -> Row:
     """Times ours, torch eager, torch.compile and a copy of the same operand (into a contiguous tensor) for one
-    op, dtype, size and layout, in turns; each time is the median over ``repeats`` interleaved runs."""
+    op, dtype, size and layout, in turns; each time is the median over ``repeats`` interleaved runs.
+
+    Each run has operands of its own, at new addresses where the earlier runs' fit in ``KEEP_BYTES``: where its
+    buffers lie moves a mid-size time by up to 5%, for ours and torch's alike, so one placement would bias every
+    run of a row the same way (scripts/probe_noise.py)."""
     case = make_case(op)
-    args = operands(case, op, parse_size(size), dtype, device, layout)
+    compiled = compiled_torch(op, case) if with_compile else None
+    kept: list[list[torch.Tensor]] = []
+    runs = []
+    for _ in range(repeats):
+        args = operands(case, op, parse_size(size), dtype, device, layout)
+        dst = torch.empty(args[0].shape, dtype=dtype, device=device)
+        variants = {
+            "ours": lambda args=args: case.ours(*args),
+            "torch": lambda args=args: case.torch(*args),
+            "copy": lambda args=args, dst=dst: dst.copy_(args[0]),
+        }
+        if compiled is not None:
+            variants["compile"] = lambda args=args: compiled(*args)
+        runs.append(interleaved_median_seconds(variants, device))
+        if sum(t.untyped_storage().nbytes() for t in [*args, dst]) * (len(kept) + 1) <= KEEP_BYTES:
+            kept.append([*args, dst])
     elements = args[0].numel()
     itemsize = args[0].element_size()
-    src = args[0]
-    dst = torch.empty(src.shape, dtype=dtype, device=device)
-    variants = {"ours": lambda: case.ours(*args), "torch": lambda: case.torch(*args), "copy": lambda: dst.copy_(src)}
-    if with_compile:
-        compiled = compiled_torch(op, case)
-        variants["compile"] = lambda: compiled(*args)
-    runs = [interleaved_median_seconds(variants, device) for _ in range(repeats)]
     us = {name: statistics.median(run[name] for run in runs) * 1e6 for name in variants}
     ratios = [run["torch"] / run["ours"] for run in runs]
     return Row(

@@ -54,6 +54,8 @@ class Activation:
         reference: the forward in float64.
         backward_reference: ``name_backward(grad, result)`` in float64.
         torch_forward: torch's op, as the benchmark's and the main job's comparison.
+        torch_out: ``(x, out)``: torch's kernel for the forward writing ``out``, the benchmark's comparison for
+            ``name.out`` (so both write the same buffer: where a buffer lies moves a mid-size time by a few %).
         torch_backward: ATen's backward kernel taking ``(grad_output, result)``.
         ulp_bound: the largest error the kernels may make, in ulps of the 16-bit types and of float32/float64
             (``numerics.max_ulp_errors`` measures it; ``name_backward`` in ulps of its cancelled terms).
@@ -67,6 +69,7 @@ class Activation:
     reference: Callable[[torch.Tensor], torch.Tensor]
     backward_reference: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
     torch_forward: Callable[[torch.Tensor], torch.Tensor]
+    torch_out: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
     torch_backward: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
     ulp_bound: tuple[float, float]  # (16-bit types, float32 and float64)
     backward_scale: Callable[[torch.Tensor], torch.Tensor] | None = None
@@ -85,6 +88,7 @@ ACTIVATIONS = {
             selu_reference,
             selu_backward_reference,
             torch.selu,
+            lambda x, out: torch.ops.aten.elu.out(x, SELU_ALPHA, SELU_SCALE, 1.0, out=out),
             lambda g, r: torch.ops.aten.elu_backward(g, SELU_ALPHA, SELU_SCALE, 1.0, True, r),
             # float32/float64: expm1's error; 16-bit: one rounding of the float32 result.
             ulp_bound=(1.0, 2.0),
@@ -98,6 +102,7 @@ ACTIVATIONS = {
             relu_reference,
             relu_backward_reference,
             torch.relu,
+            lambda x, out: torch.clamp_min(x, 0, out=out),
             lambda g, r: torch.ops.aten.threshold_backward(g, r, 0),
             ulp_bound=(0.0, 0.0),
         ),

@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from activations_ext import bench
+from activations_ext import bench, catalog
 
 
 def test_operands_are_random_in_the_asked_layout():
@@ -20,6 +20,33 @@ def test_operands_are_random_in_the_asked_layout():
     # The first half of a chunk(2, -1): rows of 4096 contiguous elements, 8192 apart.
     (x,) = bench.operands(bench.make_case("relu"), "relu", (2**14,), torch.float32, cpu, "chunk")
     assert x.shape == (4, 4096) and x.stride() == (8192, 1)
+
+
+@pytest.mark.parametrize("op", ["selu.out", "relu.out"])
+def test_out_forms_are_timed_against_torch_writing_the_same_tensor(op):
+    case = bench.make_case(op)
+    x, out = bench.operands(case, op, (4099,), torch.float32, torch.device("cpu"), "contiguous")
+    returned = case.torch(x, out)
+    assert returned.data_ptr() == out.data_ptr(), "torch's form must write the out= tensor, as ours does"
+    torch.testing.assert_close(out, catalog.ACTIVATIONS[op.split(".")[0]].torch_forward(x), rtol=0, atol=0)
+    ours = torch.full_like(out, float("nan"))
+    case.ours(x, ours)
+    torch.testing.assert_close(ours, out, rtol=1e-6, atol=1e-7)
+
+
+def test_each_repeat_runs_on_operands_at_new_addresses(monkeypatch):
+    made = []
+
+    def recording_operands(*args, **kwargs):
+        made.append(bench_operands(*args, **kwargs))
+        return made[-1]
+
+    bench_operands = bench.operands
+    monkeypatch.setattr(bench, "operands", recording_operands)
+    row = bench.measure("relu.out", "2^10", torch.float32, torch.device("cpu"), False, repeats=3)
+    assert len(made) == 3 and row.spread is not None
+    addresses = {t.data_ptr() for tensors in made for t in tensors}
+    assert len(addresses) == 6, "the operands of every repeat stay alive, each at an address of its own"
 
 
 def test_summary_takes_the_geometric_mean_and_the_lowest_row():
