@@ -1,6 +1,8 @@
 """The ops on DTensor: two gloo ranks on this machine, each check against the plain-tensor result."""
 
+import os
 import socket
+import sys
 import time
 
 import pytest
@@ -118,11 +120,21 @@ def cross_mesh_checks(mesh, x: torch.Tensor) -> None:
 
 
 def worker(rank: int, port: int) -> None:
+    """One rank: the checks, then a leave without finalizing the interpreter once they passed.
+
+    Once DTensor has used a gloo group, torch keeps its worker threads running past ``destroy_process_group()``,
+    and one that drops a finished collective while the interpreter finalizes aborts the rank ("terminate called
+    without an active exception") after checks that passed, as examples/tensor_parallel.py's ``leave`` says.
+    """
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD)
     try:
         checks(rank)
+        dist.barrier()  # no rank tears its group down while another still uses it
     finally:
         dist.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def test_ops_on_dtensor_two_gloo_ranks():
