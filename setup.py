@@ -1,6 +1,6 @@
 """Builds activations_ext._C against the torch of the build environment (pyproject.toml pins it for isolated
 builds; `--no-build-isolation` uses the installed one): a CUDAExtension when a CUDA toolkit is found, else a
-CppExtension. ACT_STABLE_ABI=1 builds the variant on torch's stable C ABI instead."""
+CppExtension."""
 
 import glob
 import os
@@ -45,26 +45,9 @@ def find_cuda_home() -> str | None:
     return None
 
 
-# ACT_STABLE_ABI=1 builds the kernels on torch's stable C ABI for this release and every later one, with
-# autograd, functionalization and the random forward registered from Python (activations_ext/_stable.py).
-STABLE_ABI = os.environ.get("ACT_STABLE_ABI") == "1"
-STABLE_ABI_TARGET = (2, 11)
-
-
 def extension() -> cpp_extension.CppExtension:
-    if STABLE_ABI:
-        sources = ["kernels/stable_ops.cpp", "kernels/cpu_kernels.cpp", "kernels/module.cpp"]
-        major, minor = STABLE_ABI_TARGET
-        macros = [("ACT_STABLE_ABI", None), ("TORCH_TARGET_VERSION", f"0x{major:02x}{minor:02x}000000000000")]
-    else:
-        sources = [
-            "kernels/ops.cpp",
-            "kernels/cpu_kernels.cpp",
-            "kernels/autograd.cpp",
-            "kernels/functionalize.cpp",
-            "kernels/module.cpp",
-        ]
-        macros = []
+    sources = ["kernels/ops.cpp", "kernels/cpu_kernels.cpp", "kernels/autograd.cpp", "kernels/functionalize.cpp",
+               "kernels/module.cpp"]
     # -fno-trapping-math lets the CPU loops compute both branches and select (it changes no result).
     # -ffp-contract=off: no fused multiply-adds, so the loop's AVX2 and baseline copies round alike, and
     # alike with the C++ Inductor generates for the ops under torch.compile (which it builds so too).
@@ -78,8 +61,8 @@ def extension() -> cpp_extension.CppExtension:
     ]
     # at::parallel_for runs serially in code compiled without OpenMP (ATen/ParallelOpenMP.h). Nothing
     # is linked: the OpenMP calls bind to the libgomp that torch itself loads, so a wheel carries no
-    # second OpenMP runtime. (The stable ABI's parallel_for runs in torch itself.)
-    if torch.backends.openmp.is_available() and not STABLE_ABI:
+    # second OpenMP runtime.
+    if torch.backends.openmp.is_available():
         cxx_flags.append("-fopenmp")
     link_flags = os.environ.get("ACT_LDFLAGS", "").split()
     cuda_home = find_cuda_home()
@@ -89,7 +72,6 @@ def extension() -> cpp_extension.CppExtension:
         return cpp_extension.CppExtension(
             "activations_ext._C",
             sources,
-            define_macros=macros,
             extra_compile_args={"cxx": cxx_flags},
             extra_link_args=link_flags,
             py_limited_api=True,
@@ -104,9 +86,8 @@ def extension() -> cpp_extension.CppExtension:
     )
     return cpp_extension.CUDAExtension(
         "activations_ext._C",
-        [*sources, *([] if STABLE_ABI else ["kernels/cuda_generator.cpp"]), *sorted(glob.glob("kernels/*.cu"))],
-        # USE_CUDA declares the stable ABI's CUDA functions (the current stream).
-        define_macros=[*macros, ("ACT_WITH_CUDA", None), *([("USE_CUDA", None)] if STABLE_ABI else [])],
+        [*sources, "kernels/cuda_generator.cpp", *sorted(glob.glob("kernels/*.cu"))],
+        define_macros=[("ACT_WITH_CUDA", None)],
         extra_link_args=link_flags,
         # ACT_NVCC_FLAGS: extra nvcc flags, e.g. the launch-shape macros scripts/tune_launch.py sweeps.
         extra_compile_args={
@@ -118,21 +99,17 @@ def extension() -> cpp_extension.CppExtension:
 
 
 def write_build_info(package_dir: str) -> None:
-    """Records the torch this build compiles against, and the variant, for the import-time check in activations_ext."""
+    """Records the torch this build compiles against, for the import-time check in activations_ext."""
     os.makedirs(package_dir, exist_ok=True)
     with open(os.path.join(package_dir, "_build_info.py"), "w") as f:
         f.write(
             f'"""Written by setup.py: the torch this build of the extension was compiled against."""\n\n'
             f'TORCH_VERSION = "{torch.__version__}"\n'
-            f"STABLE_ABI = {STABLE_ABI}\n"
-            f'STABLE_ABI_TARGET = "{".".join(map(str, STABLE_ABI_TARGET))}"\n'
         )
 
 
 def torch_requirement() -> str:
-    """The default build loads only in the release it was compiled against; the stable-ABI build in its target on."""
-    if STABLE_ABI:
-        return f"torch>={'.'.join(map(str, STABLE_ABI_TARGET))}"
+    """The extension loads only in the torch release it was compiled against."""
     return f"torch=={torch.__version__.split('+')[0]}"
 
 

@@ -15,21 +15,13 @@ from activations_ext._version_check import check_torch_version, missing_build
 
 try:
     _build_info = importlib.import_module(f"{__name__}._build_info")
-    STABLE_ABI: bool = getattr(_build_info, "STABLE_ABI", False)
     # Before loading _C, which would fail obscurely.
-    check_torch_version(
-        torch.__version__, _build_info.TORCH_VERSION, _build_info.STABLE_ABI_TARGET if STABLE_ABI else None
-    )
+    check_torch_version(torch.__version__, _build_info.TORCH_VERSION)
     # Imported by name, so that a missing module is a ModuleNotFoundError (`from activations_ext import _C` would
     # raise a plain ImportError about a circular import).
     _C = importlib.import_module(f"{__name__}._C")  # its C++ registers the ops
 except ModuleNotFoundError as error:  # not the version check's ImportError, which says what to do itself
     raise missing_build(os.path.dirname(__file__)) from error
-
-if STABLE_ABI:  # its C++ registers only the kernels: autograd and the random forward come from Python
-    from activations_ext import _stable
-
-    _stable.register()
 from activations_ext import _fake  # noqa: E402, F401  (imported for its registrations)
 
 if torch.distributed.is_available():

@@ -1,7 +1,6 @@
 """The ops' argument checks in Python, in the C++ checks' words.
 
-The fake kernels run them, so that ``torch.compile`` rejects bad input at trace time as eager does; the
-stable-ABI build's autograd layer runs them before its kernels, whose ABI cannot raise typed errors.
+The fake kernels run them, so that ``torch.compile`` rejects bad input at trace time as eager does.
 """
 
 import torch

@@ -12,7 +12,6 @@ from activations_ext._checks import (
     check_backward,
     check_dtype,
     check_out,
-    check_rng_state,
     check_selu_alpha_dropout,
     check_selu_alpha_dropout_backward,
 )
@@ -77,11 +76,3 @@ def _selu_alpha_dropout_backward(
     check_selu_alpha_dropout_backward(grad_output, x, rng_state, p)
     return torch.empty_like(x)
 
-
-if hasattr(torch.ops.act, "_selu_alpha_dropout_from_state"):  # the stable-ABI build's kernel (see _stable)
-
-    @torch.library.register_fake("act::_selu_alpha_dropout_from_state")
-    def _selu_alpha_dropout_from_state(x: torch.Tensor, rng_state: torch.Tensor, p: float) -> torch.Tensor:
-        check_selu_alpha_dropout(x, p)
-        check_rng_state("selu_alpha_dropout", rng_state, x)
-        return torch.empty_like(x)

@@ -6,25 +6,12 @@ def release(version: str) -> str:
     return version.split("+")[0]
 
 
-def release_tuple(version: str) -> tuple[int, ...]:
-    """'2.11.0+cu130' -> (2, 11)."""
-    return tuple(int(part) for part in release(version).split(".")[:2])
-
-
-def check_torch_version(installed: str, built_against: str, stable_abi_target: str | None = None) -> None:
+def check_torch_version(installed: str, built_against: str) -> None:
     """Raises ImportError, saying what to do, when the extension cannot load into the ``installed`` torch.
 
     A C++ extension binds to symbols of the exact libtorch it was compiled with; loading it into another
-    release fails with an undefined-symbol error, or worse, misbehaves. A stable-ABI build
-    (``stable_abi_target`` set) loads into its target release and every later one.
+    release fails with an undefined-symbol error, or worse, misbehaves.
     """
-    if stable_abi_target is not None:
-        if release_tuple(installed) < release_tuple(stable_abi_target):
-            raise ImportError(
-                f"activations_ext was built on torch's stable ABI for torch {stable_abi_target} and later, but torch "
-                f"{installed} is installed. Install torch>={stable_abi_target}."
-            )
-        return
     if release(installed) != release(built_against):
         raise ImportError(
             f"activations_ext was compiled against torch {built_against}, but torch {installed} is installed. "

@@ -60,9 +60,6 @@ class Activation:
         ulp_bound: the largest error the kernels may make, in ulps of the 16-bit types and of float32/float64
             (``numerics.max_ulp_errors`` measures it; ``name_backward`` in ulps of its cancelled terms).
         backward_scale: for ulp bounds of the backward, the size of the terms it cancels (None: its result).
-        backward_grad_of_result: ``gg`` times d ``name_backward(grad, result)`` / d ``result``, for double
-            backward in the stable-ABI build (whose autograd is Python; autograd.cpp has the default build's);
-            None where it is zero.
     """
 
     name: str
@@ -73,7 +70,6 @@ class Activation:
     torch_backward: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
     ulp_bound: tuple[float, float]  # (16-bit types, float32 and float64)
     backward_scale: Callable[[torch.Tensor], torch.Tensor] | None = None
-    backward_grad_of_result: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor] | None = None
 
     def bound(self, dtype: torch.dtype) -> float:
         """The ulp bound for results in ``dtype``."""
@@ -94,8 +90,6 @@ ACTIVATIONS = {
             ulp_bound=(1.0, 2.0),
             # Near saturation selu_backward cancels the result against alpha * scale, as elu_backward does.
             backward_scale=lambda g: g.double() * SELU_SCALE * SELU_ALPHA,
-            # selu_backward is grad * (result + alpha * scale) where result <= 0.
-            backward_grad_of_result=lambda gg, grad, result: torch.where(result <= 0, gg * grad, 0),
         ),
         Activation(
             "relu",

@@ -1,5 +1,4 @@
-// The CUDA generator's Philox state for one launch of a random op. Default build only: the stable
-// ABI of the releases that build targets has no generator, so its forwards draw their pair in Python.
+// The CUDA generator's Philox state for one launch of a random op.
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 
 #include <mutex>

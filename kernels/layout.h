@@ -1,6 +1,5 @@
 #pragma once
-// Describing an elementwise call's operands to the backends, for either build's tensor type
-// (at::Tensor, torch::stable::Tensor): both give dim(), size(d), stride(d) and const_data_ptr().
+// Describing an elementwise call's operands to the backends.
 
 #include <cstdint>
 #include <cstdlib>

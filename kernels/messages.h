@@ -1,6 +1,5 @@
 #pragma once
-// The words of the ops' error messages, shared by the default build (ops.cpp) and the stable-ABI one
-// (stable_ops.cpp), so that a check reads the same whichever build raises it.
+// The words of the ops' error messages.
 
 #include <torch/headeronly/core/ScalarType.h>
 

@@ -82,7 +82,7 @@ struct PhiloxStream {
 // the launch: values, or, while a CUDA graph is captured, pointers into device memory that each replay
 // updates plus the launch's offset within the graph. Its first thread records the pair at `record` for
 // the backward to replay. The backward, and every forward that draws its pair before the launch (the
-// CPU's, and the stable-ABI build's), read the recorded pair.
+// CPU's), read the recorded pair.
 struct PhiloxSource {
   uint64_t seed = 0, offset = 0;
   const int64_t* captured_seed = nullptr;

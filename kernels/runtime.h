@@ -1,33 +1,20 @@
 #pragma once
 // What the backends take from torch while they run: the thread pool, the CPU capability it chose,
-// and on CUDA the device guard, the current stream and the launch check. From ATen in the default
-// build; from the stable C ABI in the ACT_STABLE_ABI build, whose library then loads in every torch
-// release from the one it targets on (torch's own non-stable headers refuse to compile there).
+// and on CUDA the device guard, the current stream and the launch check.
 
 #include <stdint.h>
 
-#include <cstdlib>
 #include <mutex>
 #include <string>
 
-#ifdef ACT_STABLE_ABI
-#include <torch/csrc/stable/ops.h>
-#else
 #include <ATen/Parallel.h>
 #include <ATen/Version.h>
-#endif
 
 #ifdef __CUDACC__
 #include <cuda_runtime.h>
-#ifdef ACT_STABLE_ABI
-#include <torch/csrc/inductor/aoti_torch/c/shim.h>
-#include <torch/csrc/stable/accelerator.h>
-#include <torch/csrc/stable/macros.h>
-#else
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
-#endif
 #endif
 
 namespace act::runtime {
@@ -35,55 +22,26 @@ namespace act::runtime {
 // f(begin, end) over chunks of [begin, end) spread on torch's intra-op threads.
 template <class F>
 void parallel_for(int64_t begin, int64_t end, int64_t grain_size, const F& f) {
-#ifdef ACT_STABLE_ABI
-  torch::stable::parallel_for(begin, end, grain_size, f);
-#else
   at::parallel_for(begin, end, grain_size, f);
-#endif
 }
 
 // The widest x86 vector level torch's CPU capability admits: 0 for the baseline (ATEN_CPU_CAPABILITY=default),
-// 1 for AVX2, 2 for AVX-512. The stable ABI does not report the capability, so that build reads the variable
-// as ATen does: exact lowercase names, anything else ignored (ATen then takes the CPU's best level, which the
-// caller checks).
+// 1 for AVX2, 2 for AVX-512.
 inline int cpu_capability_level() {
-#ifdef ACT_STABLE_ABI
-  const char* requested = std::getenv("ATEN_CPU_CAPABILITY");
-  const std::string capability = requested == nullptr ? "" : requested;
-  if (capability == "default") return 0;
-  return capability == "avx2" ? 1 : 2;
-#else
   const std::string capability = at::get_cpu_capability();
   return capability == "AVX512" ? 2 : capability == "AVX2" ? 1 : 0;
-#endif
 }
 
 #ifdef __CUDACC__
 // Makes `device` current for the guard's lifetime.
-#ifdef ACT_STABLE_ABI
-using DeviceGuard = torch::stable::accelerator::DeviceGuard;
-#else
 using DeviceGuard = c10::cuda::CUDAGuard;
-#endif
 
 inline cudaStream_t current_stream(int device) {
-#ifdef ACT_STABLE_ABI
-  void* stream = nullptr;
-  TORCH_ERROR_CODE_CHECK(aoti_torch_get_current_cuda_stream(device, &stream));
-  return static_cast<cudaStream_t>(stream);
-#else
   return c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
-#endif
 }
 
 // Raises the launch's error, if any, as torch's own kernels do.
-inline void check_launch() {
-#ifdef ACT_STABLE_ABI
-  STD_CUDA_KERNEL_LAUNCH_CHECK();
-#else
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-#endif
-}
+inline void check_launch() { C10_CUDA_KERNEL_LAUNCH_CHECK(); }
 
 // What a launch shape depends on: the GPU's device index and SMs, the threads that fit on it at once,
 // and the peak bytes its DRAM moves per clock cycle of one SM (two transfers a memory clock over the

@@ -1,16 +1,13 @@
 #!/usr/bin/env bash
 # Build, test and benchmark on a GPU machine; full logs go to $OUT (default: device-logs/).
-# Usage: bash scripts/device_check.sh [all|test|sanitize|bench|fusion|snn|stable|probe] [arguments: pytest's for test and
-#        stable (default: tests), probe_launch.py's for probe]
+# Usage: bash scripts/device_check.sh [all|test|sanitize|bench|fusion|snn|probe] [arguments: pytest's for test
+#        (default: tests), probe_launch.py's for probe]
 #   test:     build, SASS check, the whole test suite (without arguments: its >25-dimension tests first, alone,
 #             under a time limit)
 #   sanitize: compute-sanitizer memcheck, racecheck and initcheck over scripts/sanitizer_cases.py
 #   bench:    the main job, the benchmark (mid sizes, large sizes, the strided and chunk layouts)
 #   fusion:   the torch.compile fusion benchmark
 #   snn:      the fused SELU + AlphaDropout benchmark rows (and memory), and the SNN example on the GPU
-#   stable:   the stable-ABI variant built beside the default build: the main job (per-call host times
-#             included) with each build, then the tests named (default: the whole suite, which does not fit
-#             one call beside the build)
 #   probe:    scripts/probe_launch.py's sweep of launch shapes (one build of its own), then ncu
 #             on our kernel and torch's at 2^20 elements (occupancy, waves, DRAM throughput); no package build. Arguments
 #             after the stage go to probe_launch.py (e.g. --cases selu_alpha_dropout:bfloat16 --sizes 22 24 26 28
@@ -20,9 +17,9 @@
 set -uo pipefail
 stage=${1:-all}
 [ $# -gt 0 ] && shift
-case "$stage" in all|test|sanitize|bench|fusion|snn|stable|probe) ;; *) echo "unknown stage: $stage (all, test, sanitize, bench, fusion, snn, stable or probe)"; exit 2 ;; esac
+case "$stage" in all|test|sanitize|bench|fusion|snn|probe) ;; *) echo "unknown stage: $stage (all, test, sanitize, bench, fusion, snn or probe)"; exit 2 ;; esac
 OUT=${OUT:-device-logs}
-mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)  # absolute: the stable stage works in another directory
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 export PYTHONUNBUFFERED=1 ACT_EXPECT_CUDA_BUILD=1
 
 build() {
@@ -108,27 +105,6 @@ snn_stage() {
     python3 examples/snn.py --device cuda --check 2>&1 | tail -30
 }
 
-stable_stage() {
-    echo "== main job, default build"
-    python3 -m activations_ext --device cuda --json "$OUT/main_default.json" > "$OUT/main_default.log" 2>&1
-    echo "exit $?"; grep -A8 "per-call host time" "$OUT/main_default.log"
-    echo "== stable-ABI variant: built in place in a copy of the checkout, which then shadows the default build"
-    work=/tmp/act-stable
-    rm -rf "$work" && mkdir -p "$work"
-    tar -cf - --exclude=./build --exclude=./.venv --exclude="./${OUT#"$PWD"/}" --exclude="./activations_ext/_C*" \
-        --exclude=./activations_ext/_build_info.py . | tar -xf - -C "$work"
-    (cd "$work" && ACT_STABLE_ABI=1 MAX_JOBS=16 python3 setup.py build_ext --inplace > "$OUT/build_stable.log" 2>&1) ||
-        { tail -30 "$OUT/build_stable.log"; return 1; }
-    (cd "$work" && python3 -c "import activations_ext as a; assert a.STABLE_ABI, a.__file__; print('loads', a._C.__file__)") ||
-        return 1
-    echo "== main job, stable-ABI build"
-    (cd "$work" && python3 -m activations_ext --device cuda --json "$OUT/main_stable.json") > "$OUT/main_stable.log" 2>&1
-    echo "exit $?"; grep -A8 "per-call host time" "$OUT/main_stable.log"
-    echo "== tests, stable-ABI build"
-    (cd "$work" && python3 -m pytest -q -rs -p no:cacheprovider "${@:-tests}") > "$OUT/tests_stable.log" 2>&1
-    grep -vE "^SKIPPED" "$OUT/tests_stable.log" | tail -15
-}
-
 probe_stage() {
     echo "== launch shapes (scripts/probe_launch.py $*)"
     python3 scripts/probe_launch.py --json "$OUT/probe.json" "$@" 2>&1 | tee "$OUT/probe.txt" | cut -c1-400
@@ -152,6 +128,5 @@ case "$stage" in
     bench) bench_stage ;;
     fusion) fusion_stage ;;
     snn) snn_stage ;;
-    stable) stable_stage "$@" ;;
-    all) test_stage "$@"; sanitize_stage; bench_stage; fusion_stage; snn_stage; stable_stage "$@" ;;
+    all) test_stage "$@"; sanitize_stage; bench_stage; fusion_stage; snn_stage ;;
 esac
