@@ -46,8 +46,13 @@ def find_cuda_home() -> str | None:
 
 
 def extension() -> cpp_extension.CppExtension:
-    sources = ["kernels/ops.cpp", "kernels/cpu_kernels.cpp", "kernels/autograd.cpp", "kernels/functionalize.cpp",
-               "kernels/module.cpp"]
+    sources = [
+        "kernels/ops.cpp",
+        "kernels/cpu_kernels.cpp",
+        "kernels/autograd.cpp",
+        "kernels/functionalize.cpp",
+        "kernels/module.cpp",
+    ]
     # -fno-trapping-math lets the CPU loops compute both branches and select (it changes no result).
     # -ffp-contract=off: no fused multiply-adds, so the loop's AVX2 and baseline copies round alike, and
     # alike with the C++ Inductor generates for the ops under torch.compile (which it builds so too).

@@ -75,4 +75,3 @@ def _selu_alpha_dropout_backward(
 ) -> torch.Tensor:
     check_selu_alpha_dropout_backward(grad_output, x, rng_state, p)
     return torch.empty_like(x)
-
