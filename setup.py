@@ -51,6 +51,7 @@ def extension() -> cpp_extension.CppExtension:
         "kernels/cpu_kernels.cpp",
         "kernels/autograd.cpp",
         "kernels/functionalize.cpp",
+        "kernels/batching.cpp",
         "kernels/module.cpp",
     ]
     # -fno-trapping-math lets the CPU loops compute both branches and select (it changes no result).
@@ -59,6 +60,9 @@ def extension() -> cpp_extension.CppExtension:
     # ACT_CXX_FLAGS / ACT_LDFLAGS: extra flags, e.g. for the sanitizer build in scripts/sanitize_cpu.sh.
     cxx_flags = [
         "-O3",
+        # kernels/compat/nlohmann/json.hpp says why.
+        "-idirafter",
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels", "compat"),
         "-fno-trapping-math",
         "-ffp-contract=off",
         "-DPy_LIMITED_API=0x030A0000",

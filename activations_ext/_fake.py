@@ -15,15 +15,17 @@ from activations_ext._checks import (
     check_selu_alpha_dropout,
     check_selu_alpha_dropout_backward,
 )
-from activations_ext.catalog import ACTIVATIONS
+from activations_ext.catalog import ACTIVATIONS, Activation
 
 
-def _register(op: str) -> None:
+def _register(op: str, activation: Activation) -> None:
+    # Outputs laid out as ATen's TensorIterator lays out the ops' torch counterparts in eager mode, as the kernels
+    # do.
     @torch.library.register_fake(f"act::{op}")
     def _forward(x: torch.Tensor) -> torch.Tensor:
         _inductor.prepare()
         check_dtype(op, x, "x")
-        return torch.empty_like(x)
+        return activation.torch_forward(x)
 
     @torch.library.register_fake(f"act::{op}_")
     def _inplace(x: torch.Tensor) -> torch.Tensor:
@@ -38,14 +40,17 @@ def _register(op: str) -> None:
         return out
 
     @torch.library.register_fake(f"act::{op}_backward")
-    def _backward(grad_output: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
+    def _backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is_result: bool = True) -> torch.Tensor:
         _inductor.prepare()
-        check_backward(op, grad_output, result)
-        return torch.empty_like(result)
+        check_backward(op, grad_output, self_or_result)
+        # aten.add's fake kernel lays out as eager TensorIterator does; elu_backward's own does not.
+        if activation.backward_layout_from_grad:
+            return torch.ops.aten.add(grad_output, self_or_result)
+        return torch.ops.aten.add(self_or_result, grad_output)
 
 
-for _op in ACTIVATIONS:
-    _register(_op)
+for _op, _activation in ACTIVATIONS.items():
+    _register(_op, _activation)
 
 
 def _check_no_recomputation(op: str) -> None:

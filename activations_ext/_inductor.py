@@ -66,8 +66,8 @@ def _when_enabled(decomposition: Callable[..., torch.Tensor]) -> Callable[..., t
     """The decomposition while fusion is on; declined (the op stays a kernel call) while it is off."""
 
     @functools.wraps(decomposition)
-    def decompose(*args: torch.Tensor) -> torch.Tensor:
-        return decomposition(*args) if inductor_fusion_enabled() else NotImplemented
+    def decompose(*args: torch.Tensor, **kwargs: object) -> torch.Tensor:
+        return decomposition(*args, **kwargs) if inductor_fusion_enabled() else NotImplemented
 
     return decompose
 

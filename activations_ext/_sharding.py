@@ -80,6 +80,8 @@ def register() -> None:
             register_sharding(op)(lambda x: _same_placement_everywhere(x.ndim, 1))
         register_sharding(forward.out)(_out_rules(forward.out))
         _key_cache_on_out(forward.out)
-        register_sharding(backward.default)(lambda grad_output, result: _same_placement_everywhere(result.ndim, 2))
+        register_sharding(backward.default)(
+            lambda grad_output, saved, is_result=True: _same_placement_everywhere(saved.ndim, 2)
+        )
     register_sharding(act._selu_alpha_dropout.default)(_refuse_random("selu_alpha_dropout"))
     register_sharding(act.selu_alpha_dropout_backward.default)(_refuse_random("selu_alpha_dropout_backward"))

@@ -29,9 +29,16 @@ def selu_reference(x: torch.Tensor) -> torch.Tensor:
 
 
 def selu_backward_reference(grad: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
-    """d selu / dx times ``grad`` in float64, from the forward's result."""
+    """d selu / dx times ``grad`` in float64, from the forward's result (NaN takes the positive branch, as
+    torch's elu_backward tests ``result <= 0``)."""
     g, r = grad.double(), result.double()
-    return torch.where(r > 0, g * SELU_SCALE, g * (r + SELU_SCALE * SELU_ALPHA))
+    return torch.where(r <= 0, g * (r + SELU_SCALE * SELU_ALPHA), g * SELU_SCALE)
+
+
+def selu_input_backward_reference(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """d selu / dx times ``grad`` in float64, from the input (NaN takes the positive branch, as in torch)."""
+    g, x = grad.double(), x.double()
+    return torch.where(x <= 0, g * (SELU_SCALE * SELU_ALPHA) * torch.exp(x), g * SELU_SCALE)
 
 
 def relu_reference(x: torch.Tensor) -> torch.Tensor:
@@ -53,12 +60,18 @@ class Activation:
         name: the op's name in ``torch.ops.act`` (and ``ACT_ACTIVATIONS``).
         reference: the forward in float64.
         backward_reference: ``name_backward(grad, result)`` in float64.
+        input_backward_reference: ``name_backward(grad, x, is_result=False)`` in float64.
         torch_forward: torch's op, as the benchmark's and the main job's comparison.
         torch_out: ``(x, out)``: torch's kernel for the forward writing ``out``, the benchmark's comparison for
             ``name.out`` (so both write the same buffer: where a buffer lies moves a mid-size time by a few %).
         torch_backward: ATen's backward kernel taking ``(grad_output, result)``.
+        torch_input_backward: ATen's backward kernel taking ``(grad_output, x)``, as torch's out-of-place op
+            differentiates.
         ulp_bound: the largest error the kernels may make, in ulps of the 16-bit types and of float32/float64
             (``numerics.max_ulp_errors`` measures it; ``name_backward`` in ulps of its cancelled terms).
+        input_backward_ulp_bound: the same for ``name_backward(grad, x, is_result=False)``.
+        backward_layout_from_grad: the backward's output is laid out as ATen's TensorIterator lays out an op
+            on (grad_output, saved), as elu_backward does; else on (saved, grad_output), as threshold_backward.
         backward_scale: for ulp bounds of the backward, the size of the terms it cancels (None: its result).
     """
 
@@ -68,12 +81,20 @@ class Activation:
     torch_forward: Callable[[torch.Tensor], torch.Tensor]
     torch_out: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
     torch_backward: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    torch_input_backward: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
     ulp_bound: tuple[float, float]  # (16-bit types, float32 and float64)
+    input_backward_ulp_bound: tuple[float, float]
+    input_backward_reference: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    backward_layout_from_grad: bool
     backward_scale: Callable[[torch.Tensor], torch.Tensor] | None = None
 
     def bound(self, dtype: torch.dtype) -> float:
         """The ulp bound for results in ``dtype``."""
         return self.ulp_bound[0] if dtype.itemsize == 2 else self.ulp_bound[1]
+
+    def input_backward_bound(self, dtype: torch.dtype) -> float:
+        """The ulp bound of the gradient from the input, for results in ``dtype``."""
+        return self.input_backward_ulp_bound[0] if dtype.itemsize == 2 else self.input_backward_ulp_bound[1]
 
 
 ACTIVATIONS = {
@@ -86,8 +107,13 @@ ACTIVATIONS = {
             torch.selu,
             lambda x, out: torch.ops.aten.elu.out(x, SELU_ALPHA, SELU_SCALE, 1.0, out=out),
             lambda g, r: torch.ops.aten.elu_backward(g, SELU_ALPHA, SELU_SCALE, 1.0, True, r),
+            lambda g, x: torch.ops.aten.elu_backward(g, SELU_ALPHA, SELU_SCALE, 1.0, False, x),
             # float32/float64: expm1's error; 16-bit: one rounding of the float32 result.
             ulp_bound=(1.0, 2.0),
+            # float32/float64: exp's error (CUDA's expf: 2 ulps) and the roundings of two products.
+            input_backward_ulp_bound=(1.0, 3.0),
+            input_backward_reference=selu_input_backward_reference,
+            backward_layout_from_grad=True,
             # Near saturation selu_backward cancels the result against alpha * scale, as elu_backward does.
             backward_scale=lambda g: g.double() * SELU_SCALE * SELU_ALPHA,
         ),
@@ -98,7 +124,11 @@ ACTIVATIONS = {
             torch.relu,
             lambda x, out: torch.clamp_min(x, 0, out=out),
             lambda g, r: torch.ops.aten.threshold_backward(g, r, 0),
+            lambda g, x: torch.ops.aten.threshold_backward(g, x, 0),
             ulp_bound=(0.0, 0.0),
+            input_backward_ulp_bound=(0.0, 0.0),
+            input_backward_reference=relu_backward_reference,
+            backward_layout_from_grad=False,
         ),
     )
 }

@@ -48,21 +48,32 @@ def _expm1_libdevice_float32(x: torch.Tensor) -> torch.Tensor:
     return torch.where(x > -_FLOAT32_EXPM1_IS_X, x, torch.expm1(x))
 
 
-def _expm1_double_arithmetic(x: torch.Tensor) -> torch.Tensor:
-    """The CPU kernel's expm1 for float x <= 0 (``expm1_nonpositive_host`` in kernels/activations.h), step
-    for step: x = k ln2 + r, expm1(r) by its Taylor series to r^11 in double, 2^k from k's bits."""
+def _reduce_exp_double_arithmetic(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The CPU kernel's exp(x) = 2^k (1 + expm1(r)) for float x <= 0 (``reduce_exp_nonpositive`` in
+    kernels/activations.h), step for step, in float64: (2^k, expm1(r)), expm1(r) by its Taylor series to r^11,
+    2^k from k's bits."""
     round_shift = float.fromhex("0x1.8p52")  # adding it rounds to an integer, kept in the low bits
-    xd = torch.where(x > 0, 0.0, torch.where(x < -100.0, -100.0, x.double()))
+    xd = torch.where(x > 0, 0.0, torch.where(x < -110.0, -110.0, x.double()))
     shifted = xd * float.fromhex("0x1.71547652b82fep0") + round_shift
     k = shifted - round_shift
     r = (xd - k * float.fromhex("0x1.62e42feep-1")) - k * float.fromhex("0x1.a39ef35793c76p-33")
     u = torch.full_like(r, 1 / math.factorial(11))
     for n in range(10, 0, -1):  # Horner: r * (1 + r * (1/2! + r * (1/3! + ... + r * (1/11!))))
         u = 1 / math.factorial(n) + r * u
-    p = r * u
     k_bits = shifted.view(torch.int64) - _float64_bits(round_shift)  # k, two's complement
-    two_k = ((k_bits + 1023) << 52).view(torch.float64)
-    return torch.where(k == 0, p, two_k * p + (two_k - 1)).float()
+    return ((k_bits + 1023) << 52).view(torch.float64), r * u
+
+
+def _expm1_double_arithmetic(x: torch.Tensor) -> torch.Tensor:
+    """The CPU kernel's expm1 for float x <= 0 (``expm1_nonpositive_host``), rounded to float."""
+    two_k, p = _reduce_exp_double_arithmetic(x)
+    return torch.where(two_k == 1, p, two_k * p + (two_k - 1)).float()
+
+
+def _exp_double_arithmetic(x: torch.Tensor) -> torch.Tensor:
+    """The CPU kernel's exp for float x <= 0 (``exp_nonpositive_host``), rounded to float."""
+    two_k, p = _reduce_exp_double_arithmetic(x)
+    return (two_k * (1 + p)).float()
 
 
 def _float64_bits(value: float) -> int:
@@ -81,6 +92,22 @@ def _expm1_nonpositive(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | No
     return None  # float64 on the CPU calls libm's expm1, which generated code does not
 
 
+def _exp_nonpositive(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
+    """exp of the compute-type ``x`` (only x <= 0 is used) as the kernel for storage ``dtype`` computes it
+    (``exp_nonpositive`` in kernels/activations.h), or None where no aten formulation rounds the same way."""
+    if x.device.type == "cuda":
+        if dtype.itemsize == 2:
+            return torch.exp2(x * _to_float32(1.4426950408889634))
+        if dtype == torch.float32:
+            # Generated code's exp flushes subnormal results to zero, where the kernel's expf keeps them: below
+            # -80, exp(x + 64) * 2^-64 (x + 64 is exact there). Within the ulp bounds, not always expf's bits.
+            return torch.where(x < -80.0, torch.exp(x + 64.0) * 2.0**-64, torch.exp(x))
+        return torch.exp(x)
+    if x.device.type == "cpu" and dtype != torch.float64:
+        return _exp_double_arithmetic(x)
+    return None  # float64 on the CPU calls libm's exp
+
+
 def selu(x: torch.Tensor) -> torch.Tensor:
     """``act::selu``: ``scale * x`` for x > 0, ``alpha * scale * expm1(x)`` otherwise, in the compute type."""
     acc = _compute_dtype(x.dtype)
@@ -91,12 +118,20 @@ def selu(x: torch.Tensor) -> torch.Tensor:
     return torch.where(xa <= 0, expm1 * _NEG_COEF[acc], xa * SELU_SCALE).to(x.dtype)
 
 
-def selu_backward(grad_output: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
-    """``act::selu_backward``: ``grad * scale`` where the result is > 0, ``grad * (result + alpha * scale)``
-    otherwise (NaN results take that branch, as in torch's elu_backward)."""
-    acc = _compute_dtype(result.dtype)
-    g, r = grad_output.to(acc), result.to(acc)
-    return (g * torch.where(r > 0, SELU_SCALE, r + _NEG_COEF[acc])).to(result.dtype)
+def selu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is_result: bool = True) -> torch.Tensor:
+    """``act::selu_backward``: ``grad * scale``, or where the saved tensor is <= 0 ``grad * (result + alpha *
+    scale)`` from the result, ``grad * alpha * scale * exp(x)`` from the input (NaN takes ``scale``, as in
+    torch's elu_backward)."""
+    acc = _compute_dtype(self_or_result.dtype)
+    g, s = grad_output.to(acc), self_or_result.to(acc)
+    if is_result:
+        negative = s + _NEG_COEF[acc]
+    else:
+        exp = _exp_nonpositive(s, self_or_result.dtype)
+        if exp is None:
+            return NotImplemented
+        negative = _NEG_COEF[acc] * exp
+    return (g * torch.where(s <= 0, negative, SELU_SCALE)).to(self_or_result.dtype)
 
 
 def relu(x: torch.Tensor) -> torch.Tensor:
@@ -106,9 +141,9 @@ def relu(x: torch.Tensor) -> torch.Tensor:
     return torch.where(zero, 0.0, x)
 
 
-def relu_backward(grad_output: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
-    """``act::relu_backward``: the gradient is dropped wherever the result is <= 0."""
-    return torch.where(result <= 0, 0.0, grad_output)
+def relu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is_result: bool = True) -> torch.Tensor:
+    """``act::relu_backward``: the gradient is dropped wherever the input, or the result, is <= 0."""
+    return torch.where(self_or_result <= 0, 0.0, grad_output)
 
 
 # What each act op decomposes to; the in-place and out= forms reach Inductor as these (C++ functionalization).

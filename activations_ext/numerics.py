@@ -39,9 +39,18 @@ def whole_range_inputs() -> torch.Tensor:
     ).float()
 
 
-# The bounds every table entry meets, in ulps, per dtype and op: each activation and its backward.
+# The bounds every table entry meets, in ulps, per dtype and op: each activation, its backward from the result,
+# and its backward from the input ("name_backward(x)").
 ULP_BOUNDS = {
-    dtype: {op: a.bound(dtype) for a in ACTIVATIONS.values() for op in (a.name, f"{a.name}_backward")}
+    dtype: {
+        entry: bound
+        for a in ACTIVATIONS.values()
+        for entry, bound in (
+            (a.name, a.bound(dtype)),
+            (f"{a.name}_backward", a.bound(dtype)),
+            (f"{a.name}_backward(x)", a.input_backward_bound(dtype)),
+        )
+    }
     for dtype in DTYPES
 }
 
@@ -69,10 +78,16 @@ def eager_backward(grad: torch.Tensor, *results: torch.Tensor) -> tuple[torch.Te
     )
 
 
+def eager_input_backward(grad: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Every activation's backward op from the input ``x``, in ``ACTIVATIONS``' order."""
+    return tuple(getattr(torch.ops.act, f"{name}_backward")(grad, x, is_result=False) for name in ACTIVATIONS)
+
+
 def max_ulp_errors(
     device: torch.device,
     forward: Callable[[torch.Tensor], tuple[torch.Tensor, ...]] = eager_forward,
     backward: Callable[..., tuple[torch.Tensor, ...]] = eager_backward,
+    input_backward: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, ...]] = eager_input_backward,
 ) -> dict[torch.dtype, dict[str, float]]:
     """Per dtype, each op's largest error in ulps of that dtype against float64 math on the same inputs.
 
@@ -80,8 +95,8 @@ def max_ulp_errors(
     [0.5, 1.5) and the forward results (rounded, as autograd saves them). A backward with a
     ``backward_scale`` (``selu_backward``) is measured in ulps of that scale: near saturation it cancels
     the result against alpha * scale, as torch's own ``elu_backward`` does, and no rounding of its operands
-    can do better. ``forward`` and ``backward`` compute the ops (e.g. compiled versions of ``eager_forward``
-    and ``eager_backward``).
+    can do better. ``forward``, ``backward`` and ``input_backward`` compute the ops (e.g. compiled versions of
+    ``eager_forward``, ``eager_backward`` and ``eager_input_backward``).
     """
     table = {}
     for dtype in DTYPES:
@@ -89,12 +104,15 @@ def max_ulp_errors(
         grad = torch.rand(x.shape, generator=torch.Generator().manual_seed(0)).add(0.5).to(dtype).to(device)
         results = forward(x)
         grads = backward(grad, *results)
+        input_grads = input_backward(grad, x)
         g = grad.cpu()
         errors = {}
-        for a, result, grad_input in zip(ACTIVATIONS.values(), results, grads, strict=True):
+        for a, result, grad_input, input_grad in zip(ACTIVATIONS.values(), results, grads, input_grads, strict=True):
             errors[a.name] = ulp_error(result.cpu(), a.reference(x.cpu()), dtype).max().item()
             scale = a.backward_scale(g) if a.backward_scale else None
             expected = a.backward_reference(g, result.cpu())
             errors[f"{a.name}_backward"] = ulp_error(grad_input.cpu(), expected, dtype, scale).max().item()
+            expected = a.input_backward_reference(g, x.cpu())
+            errors[f"{a.name}_backward(x)"] = ulp_error(input_grad.cpu(), expected, dtype).max().item()
         table[dtype] = errors
     return table

@@ -43,13 +43,16 @@ inline To bits_as(const From& from) {
   return to;
 }
 
-// expm1(x) for float x <= 0 on the CPU, in double arithmetic the compiler vectorizes (a call to
-// expm1f keeps the whole loop scalar): x = k ln2 + r with |r| <= ln2 / 2, expm1(r) by its Taylor
-// series to r^11 (relative error < 1e-12), and expm1(x) = 2^k expm1(r) + (2^k - 1). Rounded to
-// float that is expm1f's correctly rounded value, barring near-ties. Positive x is clamped to 0
-// (SELU discards that branch), x < -100 to -100 (the result is -1 either way); NaN passes.
-inline float expm1_nonpositive_host(float x_in) {
-  const double x = x_in > 0.f ? 0.0 : x_in < -100.f ? -100.0 : double(x_in);
+// exp(x) = 2^k (1 + expm1(r)) for float x <= 0 on the CPU, in double arithmetic the compiler vectorizes (a
+// call to expm1f or expf keeps the whole loop scalar): x = k ln2 + r with |r| <= ln2 / 2, expm1(r) by its
+// Taylor series to r^11 (relative error < 1e-12). Positive x is clamped to 0 (the callers discard that
+// branch), x < -110 to -110 (expm1 is -1 and exp rounds to 0 either way); NaN passes.
+struct ReducedExp {
+  double two_k, expm1_r;
+};
+
+inline ReducedExp reduce_exp_nonpositive(float x_in) {
+  const double x = x_in > 0.f ? 0.0 : x_in < -110.f ? -110.0 : double(x_in);
   constexpr double kRound = 0x1.8p52;  // adding it rounds to an integer, kept in the low bits
   constexpr double kLn2Hi = 0x1.62e42feep-1;  // k * kLn2Hi is exact for |k| < 2^11
   constexpr double kLn2Lo = 0x1.a39ef35793c76p-33;
@@ -61,8 +64,18 @@ inline float expm1_nonpositive_host(float x_in) {
       r * (1 + r * (1. / 2 + r * (1. / 6 + r * (1. / 24 + r * (1. / 120 + r * (1. / 720 + r * (1. / 5040 +
       r * (1. / 40320 + r * (1. / 362880 + r * (1. / 3628800 + r * (1. / 39916800)))))))))));
   const uint64_t k_bits = bits_as<uint64_t>(shifted) - bits_as<uint64_t>(kRound);  // k, two's complement
-  const double two_k = bits_as<double>((k_bits + 1023) << 52);
-  return static_cast<float>(k == 0 ? p : two_k * p + (two_k - 1));
+  return {bits_as<double>((k_bits + 1023) << 52), p};
+}
+
+// expm1(x) = 2^k expm1(r) + (2^k - 1), rounded to float: expm1f's correctly rounded value, barring near-ties.
+inline float expm1_nonpositive_host(float x) {
+  const ReducedExp e = reduce_exp_nonpositive(x);
+  return static_cast<float>(e.two_k == 1 ? e.expm1_r : e.two_k * e.expm1_r + (e.two_k - 1));
+}
+
+inline float exp_nonpositive_host(float x) {
+  const ReducedExp e = reduce_exp_nonpositive(x);
+  return static_cast<float>(e.two_k * (1 + e.expm1_r));
 }
 #endif
 
@@ -141,7 +154,10 @@ struct SeluForward {
   }
 };
 
-// d selu / dx from the result r: scale for r > 0, scale * alpha * exp(x) = r + scale * alpha otherwise.
+// d selu / dx from the result r, for the in-place form (which keeps nothing else): scale for r > 0,
+// scale * alpha * exp(x) = r + scale * alpha otherwise. As torch's elu_backward with is_result, the
+// test is `r <= 0`, so a NaN result takes the positive branch. In 16-bit types r + scale * alpha cancels
+// for x below about -2: the out-of-place form takes its gradient from the input instead.
 template <typename scalar_t>
 struct SeluBackward {
   using Args = NoArgs;
@@ -149,9 +165,33 @@ struct SeluBackward {
   static constexpr int arity = 2;
   C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t result) const {
     constexpr acc_t neg_coef = acc_t(kSeluAlpha) * acc_t(kSeluScale);
-    // One multiply by a selected factor: branch-free, so the CPU loop vectorizes. A NaN result
-    // takes the negative branch and yields NaN, as torch's elu_backward does.
-    return grad * (result > acc_t(0) ? acc_t(kSeluScale) : result + neg_coef);
+    // One multiply by a selected factor: branch-free, so the CPU loop vectorizes.
+    return grad * (result <= acc_t(0) ? result + neg_coef : acc_t(kSeluScale));
+  }
+};
+
+// exp(x) for x <= 0: on the GPU for 16-bit results the hardware exp2, as in expm1_nonpositive; on the CPU
+// for float in double arithmetic (a call to expf keeps the loop scalar).
+template <typename scalar_t, typename acc_t>
+C10_HOST_DEVICE inline acc_t exp_nonpositive(acc_t x) {
+#ifdef __CUDA_ARCH__
+  if constexpr (sizeof(scalar_t) == 2) return __expf(x);
+#else
+  if constexpr (std::is_same_v<acc_t, float>) return exp_nonpositive_host(x);
+#endif
+  return exp_of(x);
+}
+
+// d selu / dx from the input, for the out-of-place form, as torch's elu_backward without is_result:
+// scale * alpha * exp(x) for x <= 0, scale otherwise (NaN too).
+template <typename scalar_t>
+struct SeluInputBackward {
+  using Args = NoArgs;
+  using acc_t = opmath_t<scalar_t>;
+  static constexpr int arity = 2;
+  C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t x) const {
+    constexpr acc_t neg_coef = acc_t(kSeluAlpha) * acc_t(kSeluScale);
+    return grad * (x <= acc_t(0) ? neg_coef * exp_nonpositive<scalar_t>(x) : acc_t(kSeluScale));
   }
 };
 
@@ -183,15 +223,6 @@ struct ReluBackward {
   }
 };
 
-
-// exp(x) for x <= 0: on the GPU for 16-bit results the hardware exp2, as in expm1_nonpositive.
-template <typename scalar_t, typename acc_t>
-C10_HOST_DEVICE inline acc_t exp_nonpositive(acc_t x) {
-#ifdef __CUDA_ARCH__
-  if constexpr (sizeof(scalar_t) == 2) return __expf(x);
-#endif
-  return exp_of(x);
-}
 
 // torch.nn.functional.alpha_dropout in train mode, with drop probability p: a kept value v becomes
 // a * v + b_keep and a dropped one b_drop (torch computes v * 0 + b_drop: NaN stays NaN), where
@@ -283,8 +314,8 @@ struct SeluAlphaDropoutForward : AlphaDropoutMask<scalar_t> {
 };
 
 // The gradient of SeluAlphaDropoutForward with respect to x, from x and the replayed mask:
-// grad * (kept ? a : 0) * selu'(x), selu'(x) = scale for x > 0, alpha * scale * exp(x) otherwise,
-// as torch's elu_backward takes it from the input.
+// grad * (kept ? a : 0) * selu'(x), selu'(x) = alpha * scale * exp(x) for x <= 0, scale otherwise (NaN
+// too), as torch's elu_backward takes it from the input.
 template <typename scalar_t>
 struct SeluAlphaDropoutBackward : AlphaDropoutMask<scalar_t> {
   using acc_t = opmath_t<scalar_t>;
@@ -297,7 +328,7 @@ struct SeluAlphaDropoutBackward : AlphaDropoutMask<scalar_t> {
 
   C10_HOST_DEVICE acc_t operator()(uint32_t bits, acc_t grad, acc_t x) const {
     constexpr acc_t neg_coef = acc_t(kSeluAlpha) * acc_t(kSeluScale);
-    const acc_t slope = x > acc_t(0) ? acc_t(kSeluScale) : neg_coef * exp_nonpositive<scalar_t>(x);
+    const acc_t slope = x <= acc_t(0) ? neg_coef * exp_nonpositive<scalar_t>(x) : acc_t(kSeluScale);
     return grad * (this->kept(bits) ? keep_scale : acc_t(0)) * slope;
   }
 };
@@ -320,20 +351,26 @@ F<scalar_t> make_functor(const ArgsOf<F>& args) {
   }
 }
 
-// The elementwise activations, each once: its name and its two functors. ACT_ACTIVATIONS lists
-// them; ops.cpp defines and registers `selu`, `selu_`, `selu.out` and `selu_backward` (and likewise
-// for every entry) from this alone, autograd.cpp and functionalize.cpp follow the same list, and the
-// backends compile every functor it names.
+// The elementwise activations, each once: its name, its functors, and what its out-of-place form saves
+// for the backward (`saves_input`: the input, else the result). `Backward` takes the gradient from the
+// result; an activation whose out-of-place gradient needs the input has an `InputBackward` too.
+// ACT_ACTIVATIONS lists them; ops.cpp defines and registers `selu`, `selu_`, `selu.out` and
+// `selu_backward` (and likewise for every entry) from this alone, autograd.cpp, functionalize.cpp and
+// batching.cpp follow the same list, and the backends compile every functor it names.
 struct Selu {
   static constexpr const char* name = "selu";
+  static constexpr bool saves_input = true;  // as torch.selu: from the result, 16-bit gradients cancel
   template <typename T>
   using Forward = SeluForward<T>;
   template <typename T>
   using Backward = SeluBackward<T>;
+  template <typename T>
+  using InputBackward = SeluInputBackward<T>;
 };
 
 struct Relu {
   static constexpr const char* name = "relu";
+  static constexpr bool saves_input = false;  // relu'(x) and relu'(relu(x)) agree everywhere, NaN included
   template <typename T>
   using Forward = ReluForward<T>;
   template <typename T>
@@ -342,8 +379,14 @@ struct Relu {
 
 #define ACT_ACTIVATIONS(X) X(Selu) X(Relu)
 
-// The functors of the random ops (selu_alpha_dropout, in ops.cpp), which the backends compile beside
-// the activations' two each.
-#define ACT_RANDOM_FUNCTORS(X) X(SeluAlphaDropoutForward) X(SeluAlphaDropoutBackward)
+// Whether an activation has a gradient from the input beside the one from the result.
+template <typename Op, typename = void>
+struct HasInputBackward : std::false_type {};
+template <typename Op>
+struct HasInputBackward<Op, std::void_t<typename Op::template InputBackward<float>>> : std::true_type {};
+
+// The functors the backends compile beside every activation's Forward and Backward: the gradients from
+// the input, and those of the random op (selu_alpha_dropout, in ops.cpp).
+#define ACT_OTHER_FUNCTORS(X) X(SeluInputBackward) X(SeluAlphaDropoutForward) X(SeluAlphaDropoutBackward)
 
 }  // namespace act

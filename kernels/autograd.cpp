@@ -5,7 +5,6 @@
 #include <ATen/TensorOperators.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/empty_strided.h>
-#include <ATen/ops/where.h>
 #include <torch/csrc/autograd/VariableTypeUtils.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
@@ -54,49 +53,79 @@ bool records_graph(std::initializer_list<at::Tensor> tensors) {
 // Mutation must be visible to autograd's saved-tensor checks, as ATen's in-place ops make it.
 void mark_mutated(const at::Tensor& t) { torch::autograd::impl::bump_version(t); }
 
-// d(backward(grad, result)) / d(result), given the incoming gradient `gg`.
-at::Tensor backward_grad_of_result(Selu, const at::Tensor& gg, const at::Tensor& grad, const at::Tensor& result) {
-  return at::where(result <= 0, gg * grad, 0);
+// Forward-mode AD, as ATen's generated kernels do it: torch.func's jvp, jacfwd and hessian run on the one
+// forward-AD level, 0. A formula takes the primals (the tensors without their tangents), so that it is not
+// itself traced at this level, and calls the ops through the dispatcher, so that it is differentiable.
+constexpr uint64_t kForwardLevel = 0;
+
+at::Tensor tangent_of(const at::Tensor& t) { return t.defined() ? t._fw_grad(kForwardLevel) : at::Tensor(); }
+at::Tensor primal_of(const at::Tensor& t) { return t._fw_primal(kForwardLevel); }
+
+void set_tangent(const at::Tensor& result, const at::Tensor& tangent) {
+  if (tangent.defined()) result._set_fw_grad(tangent, kForwardLevel, /*is_inplace_op=*/false);
 }
 
-// relu_backward is piecewise constant in the result.
-at::Tensor backward_grad_of_result(Relu, const at::Tensor&, const at::Tensor&, const at::Tensor&) {
+// An in-place form's tangent is updated in place, as ATen's in-place ops update theirs.
+void set_tangent_inplace(const at::Tensor& x, const at::Tensor& old_tangent, const at::Tensor& tangent) {
+  x._set_fw_grad(old_tangent.copy_(tangent), kForwardLevel, /*is_inplace_op=*/true);
+}
+
+at::Tensor sum_defined(const at::Tensor& a, const at::Tensor& b) {
+  if (!a.defined()) return b;
+  return b.defined() ? a + b : a;
+}
+
+// gg times d backward(grad, self_or_result) / d self_or_result: ATen's elu_double_backward for SELU, whose
+// mask is `< 0` (so the second derivative at +-0 is 0 as torch's) and multiplies (so NaN propagates as
+// torch's does).
+at::Tensor backward_grad_of_saved(Selu, const at::Tensor& gg, const at::Tensor& grad, const at::Tensor& saved,
+                                  bool is_result) {
+  const at::Tensor negative = (saved < 0).type_as(gg);
+  if (is_result) return gg * grad * negative;
+  return backward_op<Selu>().call(gg * grad, saved, false) * negative;
+}
+
+// relu_backward is piecewise constant in its saved tensor.
+at::Tensor backward_grad_of_saved(Relu, const at::Tensor&, const at::Tensor&, const at::Tensor&, bool) {
   return at::Tensor();
 }
 
-// Gradient of the forward ops, from their result: the input need not be saved, and in-place
-// forwards keep everything the backward needs.
+// Gradient of the forward ops: from the input where Op::saves_input (the out-of-place form), else from the
+// result (and always for the in-place form, which keeps nothing else).
 template <class Op>
 struct ForwardNode : Node {
-  SavedVariable result;
+  SavedVariable saved;
+  bool is_result = true;
 
   variable_list apply(variable_list&& grads) override {
     if (!grads[0].defined()) return {at::Tensor()};
-    return {backward_op<Op>().call(grads[0], result.unpack(this->getptr()))};
+    return {backward_op<Op>().call(grads[0], saved.unpack(this->getptr()), is_result)};
   }
   std::string name() const override { return std::string("act::") + Op::name + "_backward"; }
-  void release_variables() override { result.reset_data(); }
+  void release_variables() override { saved.reset_data(); }
 };
 
 // Gradient of the backward ops, for double backward.
 template <class Op>
 struct BackwardNode : Node {
   SavedVariable grad_output;
-  SavedVariable result;
+  SavedVariable saved;
+  bool is_result = true;
 
   variable_list apply(variable_list&& grads) override {
     const at::Tensor& gg = grads[0];
     if (!gg.defined()) return {at::Tensor(), at::Tensor()};
-    const at::Tensor r = result.unpack();
+    const at::Tensor s = saved.unpack();
     return {
-        this->should_compute_output(0) ? backward_op<Op>().call(gg, r) : at::Tensor(),
-        this->should_compute_output(1) ? backward_grad_of_result(Op{}, gg, grad_output.unpack(), r) : at::Tensor(),
+        this->should_compute_output(0) ? backward_op<Op>().call(gg, s, is_result) : at::Tensor(),
+        this->should_compute_output(1) ? backward_grad_of_saved(Op{}, gg, grad_output.unpack(), s, is_result)
+                                       : at::Tensor(),
     };
   }
   std::string name() const override { return std::string("act::") + Op::name + "_backward_backward"; }
   void release_variables() override {
     grad_output.reset_data();
-    result.reset_data();
+    saved.reset_data();
   }
 };
 
@@ -112,6 +141,7 @@ auto graph_node(const Tensors&... inputs) {
 template <class Op>
 at::Tensor forward_autograd(const at::Tensor& x) {
   auto node = graph_node<ForwardNode<Op>>(x);
+  const at::Tensor x_tangent = tangent_of(x);
   at::Tensor result;
   {
     at::AutoDispatchBelowADInplaceOrView guard;
@@ -119,7 +149,12 @@ at::Tensor forward_autograd(const at::Tensor& x) {
   }
   if (node) {
     torch::autograd::set_history(result, NodePtr(node));
-    node->result = SavedVariable(result, /*is_output=*/true);
+    node->saved = Op::saves_input ? SavedVariable(x, /*is_output=*/false) : SavedVariable(result, /*is_output=*/true);
+    node->is_result = !Op::saves_input;
+  }
+  if (x_tangent.defined()) {
+    const at::Tensor saved = Op::saves_input ? primal_of(x) : result;
+    set_tangent(result, backward_op<Op>().call(x_tangent, saved, !Op::saves_input));
   }
   return result;
 }
@@ -129,6 +164,7 @@ at::Tensor& inplace_autograd(at::Tensor& x) {
   auto node = graph_node<ForwardNode<Op>>(x);
   // Before any write: a refused in-place call leaves its input as it was.
   if (node) torch::autograd::check_inplace(x, /*requires_grad=*/true);
+  const at::Tensor x_tangent = tangent_of(x);
   {
     at::AutoDispatchBelowADInplaceOrView guard;
     inplace_op<Op>().call(x);
@@ -136,14 +172,21 @@ at::Tensor& inplace_autograd(at::Tensor& x) {
   mark_mutated(x);
   if (node) {
     torch::autograd::rebase_history(x, NodePtr(node));
-    node->result = SavedVariable(x, /*is_output=*/true, /*is_inplace_on_view=*/x.is_view());
+    node->saved = SavedVariable(x, /*is_output=*/true, /*is_inplace_on_view=*/x.is_view());
+  }
+  if (x_tangent.defined()) {
+    set_tangent_inplace(x, x_tangent, backward_op<Op>().call(x_tangent, primal_of(x), /*is_result=*/true));
   }
   return x;
 }
 
 template <class Op>
 at::Tensor& out_autograd(const at::Tensor& x, at::Tensor& out) {
-  if (records_graph({x, out})) torch::autograd::throw_error_out_requires_grad((std::string("act::") + Op::name).c_str());
+  const std::string name = std::string("act::") + Op::name;
+  if (records_graph({x, out})) torch::autograd::throw_error_out_requires_grad(name.c_str());
+  TORCH_CHECK_NOT_IMPLEMENTED(!tangent_of(x).defined() && !tangent_of(out).defined(), name,
+                              ".out: forward-mode AD does not support out= forms (as torch's own out= ops); call ",
+                              name, "(x) instead");
   {
     at::AutoDispatchBelowADInplaceOrView guard;
     out_op<Op>().call(x, out);
@@ -153,17 +196,28 @@ at::Tensor& out_autograd(const at::Tensor& x, at::Tensor& out) {
 }
 
 template <class Op>
-at::Tensor backward_autograd(const at::Tensor& grad_output, const at::Tensor& result) {
-  auto node = graph_node<BackwardNode<Op>>(grad_output, result);
+at::Tensor backward_autograd(const at::Tensor& grad_output, const at::Tensor& self_or_result, bool is_result) {
+  auto node = graph_node<BackwardNode<Op>>(grad_output, self_or_result);
+  const at::Tensor grad_tangent = tangent_of(grad_output), saved_tangent = tangent_of(self_or_result);
   at::Tensor grad_input;
   {
     at::AutoDispatchBelowADInplaceOrView guard;
-    grad_input = backward_op<Op>().call(grad_output, result);
+    grad_input = backward_op<Op>().call(grad_output, self_or_result, is_result);
   }
   if (node) {
     torch::autograd::set_history(grad_input, NodePtr(node));
     node->grad_output = SavedVariable(grad_output, /*is_output=*/false);
-    node->result = SavedVariable(result, /*is_output=*/false);
+    node->saved = SavedVariable(self_or_result, /*is_output=*/false);
+    node->is_result = is_result;
+  }
+  if (grad_tangent.defined() || saved_tangent.defined()) {
+    const at::Tensor saved = primal_of(self_or_result);
+    set_tangent(grad_input,
+                sum_defined(grad_tangent.defined() ? backward_op<Op>().call(grad_tangent, saved, is_result)
+                                                   : at::Tensor(),
+                            saved_tangent.defined() ? backward_grad_of_saved(Op{}, saved_tangent,
+                                                                             primal_of(grad_output), saved, is_result)
+                                                    : at::Tensor()));
   }
   return grad_input;
 }
@@ -208,7 +262,12 @@ struct SeluAlphaDropoutNode : Node {
 };
 
 // Its backward, grad * m * selu'(x), is linear in grad; in x its derivative is grad * m * selu'(x)
-// again where x <= 0 (selu'' = selu' there) and 0 elsewhere.
+// again where x < 0 (selu'' = selu' there) and 0 elsewhere, as ATen's elu_double_backward masks it.
+at::Tensor alpha_dropout_backward_grad_of_x(const at::Tensor& gg, const at::Tensor& grad, const at::Tensor& x,
+                                            const at::Tensor& rng_state, double p) {
+  return selu_alpha_dropout_backward_op().call(gg * grad, x, rng_state, p) * (x < 0).type_as(gg);
+}
+
 struct SeluAlphaDropoutBackwardNode : Node {
   SavedVariable grad_output;
   SavedInput x;
@@ -223,7 +282,7 @@ struct SeluAlphaDropoutBackwardNode : Node {
     return {
         this->should_compute_output(0) ? backward.call(gg, input, state, p) : at::Tensor(),
         this->should_compute_output(1)
-            ? at::where(input > 0, 0, backward.call(gg * grad_output.unpack(), input, state, p))
+            ? alpha_dropout_backward_grad_of_x(gg, grad_output.unpack(), input, state, p)
             : at::Tensor(),
     };
   }
@@ -238,10 +297,15 @@ struct SeluAlphaDropoutBackwardNode : Node {
 std::tuple<at::Tensor, at::Tensor> selu_alpha_dropout_train_autograd(const at::Tensor& x, double p,
                                                                       std::optional<at::Generator> generator) {
   auto node = graph_node<SeluAlphaDropoutNode>(x);
+  const at::Tensor x_tangent = tangent_of(x);
   at::Tensor result, rng_state;
   {
     at::AutoDispatchBelowADInplaceOrView guard;
     std::tie(result, rng_state) = selu_alpha_dropout_train_op().call(x, p, std::move(generator));
+  }
+  // The tangent is the backward's product with the same mask: its output is laid out as the result.
+  if (x_tangent.defined()) {
+    set_tangent(result, selu_alpha_dropout_backward_op().call(x_tangent, primal_of(x), rng_state, p));
   }
   if (node) {
     torch::autograd::set_history(result, NodePtr(node));  // rng_state is an integer tensor: no gradient
@@ -255,10 +319,20 @@ std::tuple<at::Tensor, at::Tensor> selu_alpha_dropout_train_autograd(const at::T
 at::Tensor selu_alpha_dropout_backward_autograd(const at::Tensor& grad_output, const at::Tensor& x,
                                                 const at::Tensor& rng_state, double p) {
   auto node = graph_node<SeluAlphaDropoutBackwardNode>(grad_output, x);
+  const at::Tensor grad_tangent = tangent_of(grad_output), x_tangent = tangent_of(x);
+  const auto& backward = selu_alpha_dropout_backward_op();
   at::Tensor grad_input;
   {
     at::AutoDispatchBelowADInplaceOrView guard;
-    grad_input = selu_alpha_dropout_backward_op().call(grad_output, x, rng_state, p);
+    grad_input = backward.call(grad_output, x, rng_state, p);
+  }
+  if (grad_tangent.defined() || x_tangent.defined()) {
+    const at::Tensor x_primal = primal_of(x);
+    set_tangent(grad_input,
+                sum_defined(grad_tangent.defined() ? backward.call(grad_tangent, x_primal, rng_state, p) : at::Tensor(),
+                            x_tangent.defined() ? alpha_dropout_backward_grad_of_x(x_tangent, primal_of(grad_output),
+                                                                                   x_primal, rng_state, p)
+                                                : at::Tensor()));
   }
   if (node) {
     torch::autograd::set_history(grad_input, NodePtr(node));

@@ -163,6 +163,6 @@ void cpu_elementwise(c10::ScalarType dtype, const StridedView& view, const ArgsO
 #define ACT_INSTANTIATE(F) template void cpu_elementwise<F>(c10::ScalarType, const StridedView&, const ArgsOf<F>&);
 #define ACT_INSTANTIATE_OP(Op) ACT_INSTANTIATE(Op::Forward) ACT_INSTANTIATE(Op::Backward)
 ACT_ACTIVATIONS(ACT_INSTANTIATE_OP)
-ACT_RANDOM_FUNCTORS(ACT_INSTANTIATE)
+ACT_OTHER_FUNCTORS(ACT_INSTANTIATE)
 
 }  // namespace act

@@ -39,7 +39,8 @@ const auto& out_op() {
 
 template <class Op>
 const auto& backward_op() {
-  static const auto op = find_op<at::Tensor(const at::Tensor&, const at::Tensor&)>(std::string(Op::name) + "_backward");
+  static const auto op =
+      find_op<at::Tensor(const at::Tensor&, const at::Tensor&, bool)>(std::string(Op::name) + "_backward");
   return op;
 }
 

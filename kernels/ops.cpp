@@ -3,6 +3,7 @@
 // its forward, in-place, out= and backward ops from the templates here; selu_alpha_dropout follows.
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/MemoryOverlap.h>
+#include <ATen/TensorIterator.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
@@ -63,10 +64,24 @@ void run(const at::Tensor& out, std::initializer_list<at::Tensor> operands, cons
   run_elementwise<F, AtenBuild>(out, operands, args);
 }
 
+// The output of an elementwise op on `inputs`, laid out as ATen's TensorIterator lays out the output of
+// ATen's own op on them, listed in that op's order: where the inputs share one dense layout, that layout;
+// otherwise TensorIterator itself decides (from every input's strides) and allocates it.
+at::Tensor output_like(std::initializer_list<at::Tensor> inputs) {
+  const at::Tensor& first = *inputs.begin();
+  bool same_strides = first.is_non_overlapping_and_dense();
+  for (const auto& t : inputs) same_strides &= t.strides() == first.strides();
+  if (same_strides) return at::empty_like(first);
+  at::TensorIteratorConfig config;
+  config.add_owned_output(at::Tensor()).check_all_same_dtype(true);
+  for (const auto& t : inputs) config.add_const_input(t);
+  return config.build().output();
+}
+
 template <class Op>
 at::Tensor forward(const at::Tensor& x) {
   check_dtype(op_name(Op::name), x, "x");
-  at::Tensor out = at::empty_like(x);
+  at::Tensor out = output_like({x});
   run<Op::template Forward>(out, {x});
   return out;
 }
@@ -90,14 +105,26 @@ at::Tensor& forward_out(const at::Tensor& x, at::Tensor& out) {
   return out;
 }
 
+// The gradient from the input (`is_result` false) or from the result. The output is laid out as ATen's
+// elu_backward (grad_output first) or threshold_backward (the saved tensor first) lays out its own.
 template <class Op>
-at::Tensor backward(const at::Tensor& grad_output, const at::Tensor& result) {
+at::Tensor backward(const at::Tensor& grad_output, const at::Tensor& self_or_result, bool is_result) {
   const std::string op = op_name(Op::name, "_backward");
-  check_dtype(op, result, "result");
-  check_matches(op, grad_output, "grad_output", result, "result");
-  at::Tensor grad_input = at::empty_like(result);
-  run<Op::template Backward>(grad_input, {grad_output, result});
-  return grad_input;
+  check_dtype(op, self_or_result, "self_or_result");
+  check_matches(op, grad_output, "grad_output", self_or_result, "self_or_result");
+  if constexpr (HasInputBackward<Op>::value) {
+    at::Tensor grad_input = output_like({grad_output, self_or_result});
+    if (is_result) {
+      run<Op::template Backward>(grad_input, {grad_output, self_or_result});
+    } else {
+      run<Op::template InputBackward>(grad_input, {grad_output, self_or_result});
+    }
+    return grad_input;
+  } else {
+    at::Tensor grad_input = output_like({self_or_result, grad_output});
+    run<Op::template Backward>(grad_input, {grad_output, self_or_result});
+    return grad_input;
+  }
 }
 
 template <class Op>
@@ -106,7 +133,7 @@ void define(torch::Library& m) {
   m.def((name + "(Tensor x) -> Tensor").c_str());
   m.def((name + "_(Tensor(a!) x) -> Tensor(a!)").c_str());
   m.def((name + ".out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)").c_str());
-  m.def((name + "_backward(Tensor grad_output, Tensor result) -> Tensor").c_str());
+  m.def((name + "_backward(Tensor grad_output, Tensor self_or_result, *, bool is_result=True) -> Tensor").c_str());
 }
 
 template <class Op>
@@ -203,6 +230,10 @@ TORCH_LIBRARY(act, m) {
 }
 
 TORCH_LIBRARY_IMPL(act, CompositeImplicitAutograd, m) { m.impl("selu_alpha_dropout", &selu_alpha_dropout); }
+
+// Under vmap too it is its parts (whose batching rules batching.cpp registers), as functorch decomposes
+// ATen's composite ops.
+TORCH_LIBRARY_IMPL(act, FuncTorchBatchedDecomposition, m) { m.impl("selu_alpha_dropout", &selu_alpha_dropout); }
 
 TORCH_LIBRARY_IMPL(act, CPU, m) { register_all_kernels(m); }
 

@@ -69,7 +69,7 @@ def test_bad_devices(op):
     x = random_data((4,), torch.float32, "cuda")
     with pytest.raises(RuntimeError, match="expected out on the device of x"):
         getattr(torch.ops.act, op)(x, out=torch.empty(4))
-    with pytest.raises(RuntimeError, match="expected grad_output on the device of result"):
+    with pytest.raises(RuntimeError, match="expected grad_output on the device of self_or_result"):
         getattr(torch.ops.act, op + "_backward")(torch.ones(4), x)
 
 
@@ -77,11 +77,11 @@ def test_bad_devices(op):
 def test_bad_backward_args(device, op):
     backward = getattr(torch.ops.act, op + "_backward")
     r = random_data((4,), torch.float32, device)
-    with pytest.raises(RuntimeError, match="expected grad_output of the shape of result"):
+    with pytest.raises(RuntimeError, match="expected grad_output of the shape of self_or_result"):
         backward(torch.ones(5, device=device), r)
-    with pytest.raises(TypeError, match="expected grad_output of the dtype of result"):
+    with pytest.raises(TypeError, match="expected grad_output of the dtype of self_or_result"):
         backward(torch.ones(4, device=device, dtype=torch.float64), r)
-    with pytest.raises(TypeError, match="expected result of dtype"):
+    with pytest.raises(TypeError, match="expected self_or_result of dtype"):
         backward(torch.ones(4, device=device, dtype=torch.int32), r.int())
 
 

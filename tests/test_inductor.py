@@ -13,6 +13,7 @@ from activations_ext.bench_fusion import kernels_in
 from activations_ext.numerics import (
     eager_backward,
     eager_forward,
+    eager_input_backward,
     max_ulp_errors,
     ulp_table_violations,
     whole_range_inputs,
@@ -90,6 +91,7 @@ def compiled_ops() -> tuple:
     return (
         torch.compile(eager_forward, fullgraph=True, dynamic=False),
         torch.compile(eager_backward, fullgraph=True, dynamic=False),
+        torch.compile(eager_input_backward, fullgraph=True, dynamic=False),
     )
 
 
@@ -99,9 +101,9 @@ def test_compiled_ulp_table_within_bounds(device):
 
 
 def selu_bitwise(device: str, dtype: torch.dtype) -> bool:
-    """Whether compiled SELU can equal the kernel bit for bit: everywhere but float32/float64 on CUDA, where
-    the generated code calls Triton's libdevice expm1 and the kernel CUDA's expm1f/expm1 (both within the
-    ulp bounds, not always the same bits)."""
+    """Whether compiled SELU (and its gradient from the input) can equal the kernel bit for bit: everywhere but
+    float32/float64 on CUDA, where the generated code calls Triton's libdevice expm1 and exp and the kernel
+    CUDA's (both within the ulp bounds, not always the same bits)."""
     return not (device == "cuda" and dtype in (torch.float32, torch.float64))
 
 
@@ -109,7 +111,7 @@ def selu_bitwise(device: str, dtype: torch.dtype) -> bool:
 def test_compiled_ops_equal_eager(device, dtype):
     x = whole_range_inputs().to(dtype).unique().to(device)
     grad = random_data(x.shape, dtype, device, seed=5)
-    forward, backward = compiled_ops()
+    forward, backward, input_backward = compiled_ops()
 
     def other_forms(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """In-place, out= and a non-contiguous view, which reach Inductor through functionalization."""
@@ -121,12 +123,13 @@ def test_compiled_ops_equal_eager(device, dtype):
 
     eager = (*eager_forward(x), *other_forms(x))
     compiled = (*forward(x), *torch.compile(other_forms, fullgraph=True, dynamic=False)(x))
-    eager_grads = eager_backward(grad, *eager[:2])
-    compiled_grads = backward(grad, *eager[:2])
+    eager_grads = (*eager_backward(grad, *eager[:2]), *eager_input_backward(grad, x))
+    compiled_grads = (*backward(grad, *eager[:2]), *input_backward(grad, x))
     names = ["selu", "relu", "selu_", "relu.out", "selu strided", "relu strided", "selu_backward", "relu_backward"]
+    names += ["selu_backward(x)", "relu_backward(x)"]
     for name, ours, theirs in zip(names, (*compiled, *compiled_grads), (*eager, *eager_grads), strict=True):
         assert ours.dtype == theirs.dtype and ours.stride() == theirs.stride(), name
-        if name.startswith("selu") and "backward" not in name and not selu_bitwise(device, dtype):
+        if name.startswith("selu") and name != "selu_backward" and not selu_bitwise(device, dtype):
             continue  # held to the ulp bounds by test_compiled_ulp_table_within_bounds
         differ = ~same_bits(ours, theirs)
         assert not differ.any(), f"{name}: {int(differ.sum())} differ, e.g. at x={x[differ.nonzero()[0]]}"
@@ -142,7 +145,11 @@ def test_decompositions_equal_the_cpu_kernels_run_eagerly():
         assert same_bits(decompositions.relu(x), relu).all()
         assert same_bits(decompositions.selu_backward(grad, selu), torch.ops.act.selu_backward(grad, selu)).all()
         assert same_bits(decompositions.relu_backward(grad, relu), torch.ops.act.relu_backward(grad, relu)).all()
+        from_input = torch.ops.act.selu_backward(grad, x, is_result=False)
+        assert same_bits(decompositions.selu_backward(grad, x, is_result=False), from_input).all()
     assert decompositions.selu(torch.ones(3, dtype=torch.float64)) is NotImplemented  # libm's expm1: stays a call
+    ones = torch.ones(3, dtype=torch.float64)  # libm's exp: stays a call
+    assert decompositions.selu_backward(ones, ones, is_result=False) is NotImplemented
 
 
 def test_inductor_internals_this_module_relies_on():

@@ -1,0 +1,350 @@
+"""Every torch transform gives torch's answer: forward-mode AD, double backward, vmap, torch.func, in every form.
+
+In the style of PyTorch's OpInfo tests: each entry of FORMS is one of our callables beside torch's own, run through
+gradcheck and gradgradcheck (forward AD, batched gradients, forward-over-reverse), torch.func's jvp, vjp, jacfwd,
+jacrev, hessian and vmap, and torch.autograd.forward_ad, each compared with torch's result.
+"""
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+import torch
+import torch.autograd.forward_ad as fwAD
+from conftest import DTYPES, SELU_ALPHA, SELU_SCALE, random_data
+from torch.autograd import gradcheck, gradgradcheck
+from torch.func import grad, hessian, jacfwd, jacrev, jvp, vjp, vmap
+
+from activations_ext.catalog import ACTIVATIONS
+from activations_ext.numerics import ulp_error
+
+act = torch.ops.act
+
+
+@dataclass(frozen=True)
+class Form:
+    """A differentiable form of an op: ours and torch's, each taking ``arity`` tensors of one shape."""
+
+    name: str
+    ours: Callable[..., torch.Tensor]
+    theirs: Callable[..., torch.Tensor]
+    arity: int = 1
+
+
+def _forms() -> list[Form]:
+    forms = []
+    for name, a in ACTIVATIONS.items():
+        forward, inplace, backward = getattr(act, name), getattr(act, f"{name}_"), getattr(act, f"{name}_backward")
+        forms += [
+            Form(name, forward, a.torch_forward),
+            # In place on a copy: the copy is part of the function, as for torch's own in-place forms.
+            Form(f"{name}_", lambda x, f=inplace: f(x * 1), lambda x, f=a.torch_forward: f(x * 1)),
+            Form(f"{name}_backward", lambda g, s, b=backward: b(g, s), a.torch_backward, 2),
+            Form(f"{name}_backward(x)", lambda g, s, b=backward: b(g, s, is_result=False), a.torch_input_backward, 2),
+        ]
+    return forms
+
+
+FORMS = {f.name: f for f in _forms()}
+# torch's in-place forms, for the special values (selu_'s gradient comes from the result).
+TORCH_INPLACE = {"selu_": torch.selu_, "relu_": torch.relu_}
+
+
+def operands(form: Form, device: str, dtype: torch.dtype = torch.float64, shape=(3, 5)) -> list[torch.Tensor]:
+    """Inputs off ReLU's kink and SELU's second derivative's jump at 0, where finite differences are meaningless."""
+    out = []
+    for i in range(form.arity):
+        t = random_data(shape, dtype, device, seed=i)
+        out.append(torch.where(t.abs() < 0.05, 0.5, t))
+    return out
+
+
+@pytest.mark.parametrize("name", FORMS)
+def test_gradcheck_forward_and_batched(device, name):
+    form = FORMS[name]
+    args = [t.requires_grad_() for t in operands(form, device)]
+    assert gradcheck(
+        form.ours,
+        args,
+        check_forward_ad=True,
+        check_backward_ad=True,
+        check_batched_grad=True,
+        check_batched_forward_grad=True,
+        check_undefined_grad=True,
+    )
+    assert gradgradcheck(form.ours, args, check_fwd_over_rev=True, check_rev_over_rev=True, check_batched_grad=True)
+
+
+def assert_same(ours, theirs, dtype=torch.float64):
+    if isinstance(ours, tuple):
+        for a, b in zip(ours, theirs, strict=True):
+            assert_same(a, b, dtype)
+        return
+    rtol = {torch.float64: 1e-13, torch.float32: 2e-6}.get(dtype, 8e-3)
+    torch.testing.assert_close(ours, theirs, rtol=rtol, atol=rtol * 1e-2, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", FORMS)
+def test_func_transforms_match_torch(device, name):
+    form = FORMS[name]
+    args = operands(form, device)
+    tangents = operands(form, device, shape=(3, 5))[::-1]
+    argnums = tuple(range(form.arity))
+    assert_same(jvp(form.ours, tuple(args), tuple(tangents)), jvp(form.theirs, tuple(args), tuple(tangents)))
+    out, pullback = vjp(form.ours, *args)
+    out_t, pullback_t = vjp(form.theirs, *args)
+    assert_same(out, out_t)
+    assert_same(pullback(tangents[0]), pullback_t(tangents[0]))
+    assert_same(jacfwd(form.ours, argnums)(*args), jacfwd(form.theirs, argnums)(*args))
+    assert_same(jacrev(form.ours, argnums)(*args), jacrev(form.theirs, argnums)(*args))
+
+    def summed(f):
+        return lambda *a: f(*a).sum()
+
+    assert_same(hessian(summed(form.ours), argnums)(*args), hessian(summed(form.theirs), argnums)(*args))
+    # forward-over-reverse
+    primals, directions = tuple(args), tuple(tangents)
+    assert_same(jvp(grad(summed(form.ours)), primals, directions), jvp(grad(summed(form.theirs)), primals, directions))
+
+
+@pytest.mark.parametrize("name", FORMS)
+def test_forward_ad_dual_tensors(device, name):
+    form = FORMS[name]
+    args, tangents = operands(form, device), operands(form, device)[::-1]
+    with fwAD.dual_level():
+        ours = fwAD.unpack_dual(form.ours(*(fwAD.make_dual(a, t) for a, t in zip(args, tangents, strict=True))))
+        theirs = fwAD.unpack_dual(form.theirs(*(fwAD.make_dual(a, t) for a, t in zip(args, tangents, strict=True))))
+        assert ours.tangent is not None, f"{name}: no tangent"
+        assert_same((ours.primal, ours.tangent), (theirs.primal, theirs.tangent))
+
+
+def test_inplace_updates_the_tangent_in_place(device):
+    x, t = operands(FORMS["selu"], device)[0], operands(FORMS["selu"], device)[0] * 0.5 + 1
+    with fwAD.dual_level():
+        for name, a in ACTIVATIONS.items():
+            dual = fwAD.make_dual(x.clone(), t.clone())
+            tangent = fwAD.unpack_dual(dual).tangent
+            getattr(act, f"{name}_")(dual)
+            expected = fwAD.unpack_dual(a.torch_forward(fwAD.make_dual(x, t))).tangent
+            assert fwAD.unpack_dual(dual).tangent is tangent or torch.equal(fwAD.unpack_dual(dual).tangent, tangent)
+            assert_same(fwAD.unpack_dual(dual).tangent, expected)
+
+
+@pytest.mark.parametrize("op", ACTIVATIONS)
+def test_out_form_refuses_forward_ad(device, op):
+    x = random_data((4,), torch.float64, device)
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(x, torch.ones_like(x))
+        with pytest.raises(NotImplementedError, match=rf"act::{op}\.out: forward-mode AD does not support out="):
+            getattr(act, op)(dual, out=torch.empty_like(x))
+        with pytest.raises(NotImplementedError, match="forward-mode AD"):
+            getattr(act, op)(x, out=fwAD.make_dual(torch.empty_like(x), torch.ones_like(x)))
+
+
+# --- vmap ---------------------------------------------------------------------------------------------------
+VMAP_CASES = [
+    (name, dims)
+    for name, form in FORMS.items()
+    for dims in ([0, 1] if form.arity == 1 else [(0, 0), (1, 0), (0, None), (None, 1)])
+]
+
+
+@pytest.mark.parametrize(("name", "in_dims"), VMAP_CASES)
+def test_vmap_matches_torch_without_fallback(device, name, in_dims):
+    form = FORMS[name]
+    args = operands(form, device, shape=(4, 4, 5))
+    if isinstance(in_dims, tuple):  # an unbatched operand has no batch dimension
+        args = [a if d is not None else a[0] for a, d in zip(args, in_dims, strict=True)]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*performance drop.*")  # functorch's per-sample fallback
+        ours = vmap(form.ours, in_dims=in_dims)(*args)
+        hess = vmap(hessian(lambda *a: form.ours(*a).sum()), in_dims=in_dims)(*args)
+    assert_same(ours, vmap(form.theirs, in_dims=in_dims)(*args))
+    assert_same(hess, vmap(hessian(lambda *a: form.theirs(*a).sum()), in_dims=in_dims)(*args))
+
+
+@pytest.mark.parametrize("op", ACTIVATIONS)
+def test_vmap_inplace_and_out(device, op):
+    x = random_data((4, 6), torch.float32, device)
+    expected = getattr(act, op)(x)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*performance drop.*")
+        y = x.t().clone()
+        vmap(getattr(act, f"{op}_"), in_dims=1)(y)
+        assert torch.equal(y.t(), expected)
+        out = torch.full((6, 4), float("nan"), device=device)
+        vmap(lambda a, o: getattr(act, op)(a, out=o), in_dims=(0, 1))(x, out)
+        assert torch.equal(out.t(), expected)
+        out = torch.full((4, 6), float("nan"), device=device)
+        vmap(lambda o: getattr(act, op)(x[0], out=o))(out)  # an unbatched input broadcast into each out
+        assert torch.equal(out, getattr(act, op)(x[0]).expand(4, 6))
+    with pytest.raises(RuntimeError, match=rf"act\.{op}\.out: vmap cannot write a result that varies"):
+        vmap(lambda a: getattr(act, op)(a, out=torch.empty(6, device=device)))(x)
+
+
+# --- selu_alpha_dropout under the transforms ----------------------------------------------------------------
+def generator(device: str, seed: int = 0) -> torch.Generator:
+    return torch.Generator(device).manual_seed(seed)
+
+
+def dropout(x: torch.Tensor, device: str, p: float = 0.3) -> torch.Tensor:
+    """selu_alpha_dropout in train mode with a fixed mask for a fixed layout: every call draws the same words."""
+    return act.selu_alpha_dropout(x, p, True, generator=generator(device))
+
+
+def dropout_reference(x: torch.Tensor, device: str, p: float = 0.3) -> torch.Tensor:
+    """The same mask, read back from the forward's result, applied by torch's ops: alpha_dropout(selu(x))."""
+    from activations_ext.catalog import alpha_dropout_constants, alpha_dropout_kept
+
+    kept = alpha_dropout_kept(dropout(x.detach(), device, p), p)
+    a, b_keep, b_drop = alpha_dropout_constants(p)
+    return torch.where(kept, a * torch.selu(x) + b_keep, torch.full_like(x, b_drop))
+
+
+def test_dropout_transforms_match_the_composition(device):
+    x = operands(FORMS["selu"], device)[0]
+    t = operands(FORMS["selu"], device)[0].flip(0)
+    ours, theirs = (lambda v: dropout(v, device)), (lambda v: dropout_reference(v, device))
+    assert_same(jvp(ours, (x,), (t,)), jvp(theirs, (x,), (t,)))
+    # jacfwd runs vmap over the basis: one mask for every basis vector is randomness="same"
+    assert_same(jacfwd(ours, randomness="same")(x), jacfwd(theirs, randomness="same")(x))
+    assert_same(jacrev(ours)(x), jacrev(theirs)(x))
+    summed, summed_t = (lambda v: ours(v).sum()), (lambda v: theirs(v).sum())
+    assert_same(jacfwd(jacrev(summed), randomness="same")(x), jacfwd(jacrev(summed_t), randomness="same")(x))
+    with fwAD.dual_level():
+        out = fwAD.unpack_dual(ours(fwAD.make_dual(x, t)))
+        assert_same(out.tangent, fwAD.unpack_dual(theirs(fwAD.make_dual(x, t))).tangent)
+    xg = x.clone().requires_grad_()
+    assert gradcheck(ours, (xg,), check_forward_ad=True, check_batched_grad=True, check_batched_forward_grad=True)
+    assert gradgradcheck(ours, (xg,), check_fwd_over_rev=True)
+
+
+def test_dropout_vmap_randomness_modes(device):
+    x = random_data((8, 64), torch.float32, device)
+    with pytest.raises(RuntimeError, match="vmap: called random operation while in randomness error mode"):
+        vmap(lambda v: act.selu_alpha_dropout(v, 0.5, True))(x)
+    with pytest.raises(RuntimeError, match="vmap: called random operation while in randomness error mode"):
+        vmap(lambda v: torch.nn.functional.dropout(v, 0.5, True))(x)  # torch's words, for its own
+    from activations_ext.catalog import alpha_dropout_kept
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*performance drop.*")
+        for in_dims in (0, 1):
+            batch = x if in_dims == 0 else x.t().contiguous()
+            for randomness in ("same", "different"):
+                y = vmap(lambda v: act.selu_alpha_dropout(v, 0.5, True), in_dims=in_dims, randomness=randomness)(batch)
+                kept = alpha_dropout_kept(y, 0.5)
+                same = (kept == kept[0]).all().item()
+                assert same == (randomness == "same"), (in_dims, randomness)
+                # each sample is SELU then alpha dropout of that sample, with its mask
+                from activations_ext.catalog import selu_alpha_dropout_reference
+
+                expected = selu_alpha_dropout_reference(x.cpu(), kept.cpu(), 0.5)
+                torch.testing.assert_close(y.double().cpu(), expected, rtol=2e-6, atol=1e-6)
+
+
+def test_dropout_vmap_grad_replays_the_forwards_mask(device):
+    """Under vmap(vjp), the backward's batching rule replays exactly the masks the forward drew."""
+    x = random_data((8, 64), torch.float32, device)
+    for randomness in ("same", "different"):
+
+        def value_and_grad(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            out, pullback = vjp(lambda u: act.selu_alpha_dropout(u, 0.5, True), v)
+            return out, pullback(torch.ones_like(out))[0]
+
+        y, g = vmap(value_and_grad, randomness=randomness)(x)
+        from activations_ext.catalog import alpha_dropout_constants, alpha_dropout_kept
+
+        kept = alpha_dropout_kept(y, 0.5)
+        a = alpha_dropout_constants(0.5)[0]
+        slope = torch.where(x > 0, SELU_SCALE, SELU_SCALE * SELU_ALPHA * torch.exp(x.double())).float()
+        torch.testing.assert_close(g, torch.where(kept, a * slope, 0.0), rtol=2e-6, atol=1e-7)
+
+
+# --- special values, exact to torch ------------------------------------------------------------------------
+SPECIAL = [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1.0, -1.0, -2.5, 30.0, -30.0, -90.0, -110.0]
+
+
+def special_values(dtype: torch.dtype, device: str) -> torch.Tensor:
+    finfo = torch.finfo(dtype)
+    extra = [finfo.max, -finfo.max, finfo.tiny, -finfo.tiny, finfo.smallest_normal / 4, -finfo.smallest_normal / 4]
+    return torch.tensor(SPECIAL + extra, dtype=dtype, device=device)
+
+
+def first_and_second(f: Callable, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    leaf = x.clone().requires_grad_()
+    (g,) = torch.autograd.grad(f(leaf), leaf, torch.ones_like(x), create_graph=True)
+    (gg,) = torch.autograd.grad(g, leaf, torch.ones_like(x), allow_unused=True, materialize_grads=True)
+    return g.detach(), gg
+
+
+def elementwise(f: Callable, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """``f`` on each element alone, so that torch's CPU kernels answer from their scalar code (see below)."""
+    return tuple(torch.cat(parts) for parts in zip(*(f(x[i : i + 1]) for i in range(x.numel())), strict=True))
+
+
+def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    both_nan = a.isnan() & b.isnan()
+    return bool(((a == b) | both_nan).all())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_special_values_first_and_second_derivatives_equal_torch(device, dtype):
+    """Bit-equal values to torch's at NaN, +-inf, +-0, subnormals and the largest finite values. Short tensors:
+    torch's own CPU elu_backward answers NaN for a NaN input in its vector loop and scale in its scalar tail
+    (torch's CUDA kernel: scale, everywhere); ours answers scale everywhere."""
+    x = special_values(dtype, device)
+    for name, a in ACTIVATIONS.items():
+        ours = getattr(act, name)
+        inplace, torch_inplace = FORMS[f"{name}_"].ours, TORCH_INPLACE[f"{name}_"]
+        cases = {name: (ours, a.torch_forward), f"{name}_": (inplace, lambda v, f=torch_inplace: f(v * 1))}
+        for case, (f_ours, f_theirs) in cases.items():
+            g, gg = first_and_second(f_ours, x)
+            g_t, gg_t = elementwise(lambda v, f=f_theirs: first_and_second(f, v), x)
+            assert same_values(g, g_t), f"{case} {dtype}: first derivative {g.tolist()} vs torch {g_t.tolist()}"
+            assert same_values(gg, gg_t), f"{case} {dtype}: second derivative {gg.tolist()} vs torch {gg_t.tolist()}"
+            _, tangent = jvp(f_ours, (x,), (torch.ones_like(x),))
+            (tangent_t,) = elementwise(lambda v, f=f_theirs: jvp(f, (v,), (torch.ones_like(v),))[1:], x)
+            assert same_values(tangent, tangent_t), f"{case} {dtype}: jvp {tangent.tolist()} vs {tangent_t.tolist()}"
+
+
+# --- 16-bit gradients: as accurate as torch's ---------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_out_of_place_16_bit_gradient_within_one_rounding(device, dtype):
+    """From the result, grad * (y + alpha * scale) cancels below x = -2 (off by up to half its value in bfloat16);
+    the out-of-place form's gradient comes from the input and stays within one rounding, as torch's."""
+    x = torch.linspace(-12, 4, 4001, dtype=torch.float64).to(dtype).to(device)
+    g_ours, _ = first_and_second(act.selu, x)
+    g_torch, _ = first_and_second(torch.selu, x)
+    expected = FORMS["selu_backward(x)"].theirs(torch.ones_like(x, dtype=torch.float64), x.double())
+    error_ours = ulp_error(g_ours.cpu(), expected.cpu(), dtype).max().item()
+    error_torch = ulp_error(g_torch.cpu(), expected.cpu(), dtype).max().item()
+    assert error_ours <= 0.5 + 1e-3, error_ours
+    assert error_ours <= error_torch + 1e-3, (error_ours, error_torch)
+
+
+# --- output layouts, as ATen's ------------------------------------------------------------------------------
+def layouts(device: str) -> dict[str, torch.Tensor]:
+    base = random_data((2, 3, 4, 5), torch.float32, device)
+    return {
+        "contiguous": base,
+        "channels_last": base.contiguous(memory_format=torch.channels_last),
+        "permuted": random_data((5, 4, 3, 2), torch.float32, device).permute(3, 2, 1, 0),
+        "strided": random_data((2, 3, 4, 10), torch.float32, device)[..., ::2],
+        "expanded": random_data((1, 3, 1, 5), torch.float32, device).expand(2, 3, 4, 5),
+        "zero_stride": random_data((1,), torch.float32, device).expand(2, 3, 4, 5),
+        "transposed_slice": random_data((5, 4, 3, 4), torch.float32, device).permute(3, 2, 1, 0)[:2],
+    }
+
+
+@pytest.mark.parametrize("first", list(layouts("cpu")))
+def test_output_strides_follow_aten(device, first):
+    shapes = layouts(device)
+    x = shapes[first]
+    for name, a in ACTIVATIONS.items():
+        assert getattr(act, name)(x).stride() == a.torch_forward(x).stride(), (name, first)
+        for second, s in shapes.items():
+            backward = getattr(act, f"{name}_backward")
+            assert backward(x, s).stride() == a.torch_backward(x, s).stride(), (name, first, second)
+            assert backward(x, s, is_result=False).stride() == a.torch_input_backward(x, s).stride()
