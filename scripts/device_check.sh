@@ -24,7 +24,7 @@ export PYTHONUNBUFFERED=1 ACT_EXPECT_CUDA_BUILD=1
 
 build() {
     # Sources are copied afresh for every device call, so their times say nothing: compare their contents.
-    sources=$(cat setup.py kernels/* | sha256sum | cut -d' ' -f1)
+    sources=$(find setup.py kernels -type f -print0 | sort -z | xargs -0 cat | sha256sum | cut -d" " -f1)
     if [ "$(cat build/device_sources.sha256 2>/dev/null)" = "$sources" ] && python3 -c "import activations_ext" 2>/dev/null; then
         echo "== build: up to date"
         return 0
