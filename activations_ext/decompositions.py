@@ -97,12 +97,11 @@ def _exp_nonpositive(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None
     (``exp_nonpositive`` in kernels/activations.h), or None where no aten formulation rounds the same way."""
     if x.device.type == "cuda":
         if dtype.itemsize == 2:
-            return torch.exp2(x * _to_float32(1.4426950408889634))
-        if dtype == torch.float32:
-            # Generated code's exp flushes subnormal results to zero, where the kernel's expf keeps them: below
-            # -80, exp(x + 64) * 2^-64 (x + 64 is exact there). Within the ulp bounds, not always expf's bits.
-            return torch.where(x < -80.0, torch.exp(x + 64.0) * 2.0**-64, torch.exp(x))
-        return torch.exp(x)
+            # The kernel's __expf is the hardware exp2 of x log2(e), subnormal results kept; generated code's exp2
+            # flushes them, so below 2^-126 it takes exp2(t + 64) * 2^-64 (exact scalings).
+            t = x * _to_float32(1.4426950408889634)
+            return torch.where(t < -126.0, torch.exp2(t + 64.0) * 2.0**-64, torch.exp2(t))
+        return torch.exp(x)  # libdevice's exp against CUDA's: within the ulp bounds, not always the same bits
     if x.device.type == "cpu" and dtype != torch.float64:
         return _exp_double_arithmetic(x)
     return None  # float64 on the CPU calls libm's exp
