@@ -124,13 +124,11 @@ def selu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is
     acc = _compute_dtype(self_or_result.dtype)
     g, s = grad_output.to(acc), self_or_result.to(acc)
     if is_result:
-        negative = s + _NEG_COEF[acc]
-    else:
-        exp = _exp_nonpositive(s, self_or_result.dtype)
-        if exp is None:
-            return NotImplemented
-        negative = _NEG_COEF[acc] * exp
-    return (g * torch.where(s <= 0, negative, SELU_SCALE)).to(self_or_result.dtype)
+        return (g * torch.where(s <= 0, s + _NEG_COEF[acc], SELU_SCALE)).to(self_or_result.dtype)
+    exp = _exp_nonpositive(s, self_or_result.dtype)
+    if exp is None:
+        return NotImplemented
+    return torch.where(s <= 0, g * _NEG_COEF[acc] * exp, g * SELU_SCALE).to(self_or_result.dtype)
 
 
 def relu(x: torch.Tensor) -> torch.Tensor:

@@ -183,7 +183,8 @@ C10_HOST_DEVICE inline acc_t exp_nonpositive(acc_t x) {
 }
 
 // d selu / dx from the input, for the out-of-place form, as torch's elu_backward without is_result:
-// scale * alpha * exp(x) for x <= 0, scale otherwise (NaN too).
+// scale * alpha * exp(x) for x <= 0, scale otherwise (NaN too). exp(x) is the last factor, as in torch:
+// where it is subnormal, a product taken after it would round its error up again.
 template <typename scalar_t>
 struct SeluInputBackward {
   using Args = NoArgs;
@@ -191,7 +192,7 @@ struct SeluInputBackward {
   static constexpr int arity = 2;
   C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t x) const {
     constexpr acc_t neg_coef = acc_t(kSeluAlpha) * acc_t(kSeluScale);
-    return grad * (x <= acc_t(0) ? neg_coef * exp_nonpositive<scalar_t>(x) : acc_t(kSeluScale));
+    return x <= acc_t(0) ? grad * neg_coef * exp_nonpositive<scalar_t>(x) : grad * acc_t(kSeluScale);
   }
 };
 
