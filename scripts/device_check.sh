@@ -65,14 +65,14 @@ test_stage() {
 
 sanitize_stage() {
     echo "== compute-sanitizer (our kernels only)"
-    # initcheck, several times slower than the others, takes one dtype of each width (float16 runs bfloat16's
-    # kernels' code paths), so that it finishes.
+    # initcheck leaves host copies unchecked: they read memory that torch's own (uninstrumented) kernels wrote,
+    # which it counts as uninitialized, and checking them took it past 150 s; our kernels' reads stay checked.
     for tool in memcheck racecheck initcheck; do
-        dtypes=()
-        [ "$tool" = initcheck ] && dtypes=(--dtypes float32 float64 bfloat16)
+        options=()
+        [ "$tool" = initcheck ] && options=(--check-api-memory-access no)
         PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${SANITIZER_TIMEOUT:-150}" compute-sanitizer --tool "$tool" \
-            --kernel-name kns=strided_activation_kernel --error-exitcode 1 python3 scripts/sanitizer_cases.py \
-            "${dtypes[@]}" > "/tmp/sanitizer_$tool.log" 2>&1
+            "${options[@]}" --kernel-name kns=strided_activation_kernel --error-exitcode 1 \
+            python3 scripts/sanitizer_cases.py > "/tmp/sanitizer_$tool.log" 2>&1
         echo "$tool: exit $? | $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|sanitizer cases' "/tmp/sanitizer_$tool.log" | tr '\n' ' ')"
     done
 }

@@ -7,7 +7,6 @@ copied over: initcheck, restricted to our kernels, counts memory written by torc
 (their writes are not instrumented), so inputs made on the GPU would be reported at every read.
 """
 
-import argparse
 from collections.abc import Callable
 
 import torch
@@ -49,15 +48,8 @@ def check_random_op(x: torch.Tensor, contiguous_grad: bool = False) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument(
-        "--dtypes",
-        nargs="+",
-        default=["float32", "float64", "float16", "bfloat16"],
-        help="the dtypes to run (initcheck, the slowest tool, takes one of each width in scripts/device_check.sh)",
-    )
     checked = 0
-    for dtype in (getattr(torch, name) for name in parser.parse_args().dtypes):
+    for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
         for n in SIZES:
             base_cpu = torch.randn(2 * n + 16, dtype=torch.float64).to(dtype)
             base = on_gpu(base_cpu)
