@@ -98,7 +98,7 @@ def extension() -> cpp_extension.CppExtension:
         [*sources, "kernels/cuda_generator.cpp", *sorted(glob.glob("kernels/*.cu"))],
         define_macros=[("ACT_WITH_CUDA", None)],
         extra_link_args=link_flags,
-        # ACT_NVCC_FLAGS: extra nvcc flags, e.g. the launch-shape macros scripts/tune_launch.py sweeps.
+        # ACT_NVCC_FLAGS: extra nvcc flags, e.g. the launch-shape macros benchmarks/tune_launch.py sweeps.
         extra_compile_args={
             "cxx": cxx_flags,
             "nvcc": ["-O3", "-lineinfo", *os.environ.get("ACT_NVCC_FLAGS", "").split()],
@@ -134,7 +134,8 @@ class BuildExtension(cpp_extension.BuildExtension):
 
 
 setup(
-    install_requires=[torch_requirement()],
+    # numpy: torch warns on every import without it.
+    install_requires=[torch_requirement(), "numpy"],
     ext_modules=[extension()],
     cmdclass={"build_ext": BuildExtension},
     options={"bdist_wheel": {"py_limited_api": "cp310"}},

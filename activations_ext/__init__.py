@@ -6,28 +6,41 @@ CPU/CUDA kernels and their autograd; this package adds the fake (meta) kernels t
 neighbours (``set_inductor_fusion`` turns that off), and the Python API below.
 """
 
-import importlib
-import os
+from activations_ext import _version_check
 
-import torch
 
-from activations_ext._version_check import check_torch_version, missing_build
+def _load_extension() -> object:
+    """The compiled module, whose C++ registers the ops, after checking it was built against this torch."""
+    import importlib
+    import os
 
-try:
-    _build_info = importlib.import_module(f"{__name__}._build_info")
-    # Before loading _C, which would fail obscurely.
-    check_torch_version(torch.__version__, _build_info.TORCH_VERSION)
-    # Imported by name, so that a missing module is a ModuleNotFoundError (`from activations_ext import _C` would
-    # raise a plain ImportError about a circular import).
-    _C = importlib.import_module(f"{__name__}._C")  # its C++ registers the ops
-except ModuleNotFoundError as error:  # not the version check's ImportError, which says what to do itself
-    raise missing_build(os.path.dirname(__file__)) from error
+    import torch
+
+    try:
+        build_info = importlib.import_module(f"{__name__}._build_info")
+        # Before loading _C, which would fail obscurely.
+        _version_check.check_torch_version(torch.__version__, build_info.TORCH_VERSION)
+        # Imported by name, so that a missing module is a ModuleNotFoundError (`from activations_ext import _C`
+        # would raise a plain ImportError about a circular import).
+        return importlib.import_module(f"{__name__}._C")
+    except ModuleNotFoundError as error:  # not the version check's ImportError, which says what to do itself
+        raise _version_check.missing_build(os.path.dirname(__file__)) from error
+
+
+def _register_sharding_rules() -> None:
+    """DTensor's rules for the ops, where this torch has torch.distributed."""
+    import torch
+
+    if torch.distributed.is_available():
+        from activations_ext import _sharding
+
+        _sharding.register()
+
+
+_C = _load_extension()
 from activations_ext import _fake  # noqa: E402, F401  (imported for its registrations)
 
-if torch.distributed.is_available():
-    from activations_ext import _sharding
-
-    _sharding.register()
+_register_sharding_rules()
 from activations_ext import init  # noqa: E402
 from activations_ext._inductor import inductor_fusion_enabled, set_inductor_fusion  # noqa: E402
 from activations_ext.functional import relu, selu, selu_alpha_dropout  # noqa: E402

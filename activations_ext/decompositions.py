@@ -11,7 +11,7 @@ import struct
 
 import torch
 
-from activations_ext.numerics import SELU_ALPHA, SELU_SCALE
+from activations_ext.catalog import SELU_ALPHA, SELU_SCALE
 
 
 def _to_float32(value: float) -> float:

@@ -1,12 +1,10 @@
 """vmap of each act op against the unbatched op on the same batch, and against vmap of torch's op.
 
-``python benchmarks/vmap.py [--device cpu|cuda] [--batch 256] [--features 1024]``: median times of interleaved
-repeats (CUDA events with an L2 flush on a GPU), printed as a table with ratios measured in the same run.
+``python benchmarks/vmap.py [--device cpu|cuda] [--batch 256] [--features 1024]``: median times (CUDA events behind
+an L2 flush on a GPU: ``activations_ext.timing``), printed as a table with ratios measured in the same run.
 """
 
 import argparse
-import statistics
-import time
 from collections.abc import Callable
 
 import torch
@@ -14,30 +12,7 @@ from torch.func import grad, vmap
 
 import activations_ext  # noqa: F401  (registers the ops)
 from activations_ext.catalog import ACTIVATIONS
-
-
-def median_seconds(fn: Callable[[], object], device: str, repeats: int = 51) -> float:
-    """The median of ``repeats`` timed calls after a warm-up; on CUDA each call is timed by events behind a flush
-    of the L2 cache."""
-    for _ in range(3):
-        fn()
-    times = []
-    if device == "cuda":
-        flush = torch.empty(256 * 2**20, dtype=torch.uint8, device="cuda")
-        for _ in range(repeats):
-            flush.zero_()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end) / 1e3)
-    else:
-        for _ in range(repeats):
-            begin = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - begin)
-    return statistics.median(times)
+from activations_ext.timing import median_seconds
 
 
 def cases(name: str, x: torch.Tensor, g: torch.Tensor) -> dict[str, tuple[Callable[[], object], ...]]:
@@ -72,7 +47,7 @@ def main() -> None:
     print(f"{'case':34} {'unbatched':>10} {'vmap':>10} {'vmap torch':>11} {'vmap/unbatched':>15} {'torch/ours':>11}")
     for name in ACTIVATIONS:
         for case, fns in cases(name, x, g).items():
-            t = [median_seconds(f, args.device) * 1e6 for f in fns]
+            t = [median_seconds(f, torch.device(args.device), reps=51) * 1e6 for f in fns]
             print(f"{case:34} {t[0]:10.1f} {t[1]:10.1f} {t[2]:11.1f} {t[1] / t[0]:15.2f} {t[2] / t[1]:11.2f}")
 
 

@@ -27,8 +27,8 @@ struct alignas(sizeof(T) * N) Pack {
   T v[N];
 };
 
-// Launch shape. The defaults are the best of scripts/probe_launch.py's sweep on an H100 and an H200
-// (docs/benchmarks/probe_launch_*.txt); the macros let scripts/tune_launch.py build alternatives.
+// Launch shape. The defaults are the best of benchmarks/probe_launch.py's sweep on an H100 and an H200
+// (docs/benchmarks/probe_launch_*.txt); the macros let benchmarks/tune_launch.py build alternatives.
 #ifndef ACT_THREADS
 #define ACT_THREADS 128
 #endif
@@ -159,7 +159,7 @@ struct Rows {
 // A pack's load: plain ld.global. The read-only path (ld.global.nc, which a __restrict__ output
 // would let the compiler choose) left float64 gradients at 2^16 elements 8% slower on an H100 and
 // gained nothing elsewhere (docs/benchmarks/probe_loads_*); ACT_READ_ONLY_LOADS builds it back for
-// scripts/probe_launch.py to compare.
+// benchmarks/probe_launch.py to compare.
 template <typename P>
 __device__ __forceinline__ P load_pack(const P* p) {
 #ifdef ACT_READ_ONLY_LOADS

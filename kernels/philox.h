@@ -73,7 +73,9 @@ struct PhiloxStream {
     constexpr int kPerBlock = 128 / Bits;
     static_assert(kPerBlock % N == 0, "a pack's words lie in one block");
     const Block b = block(i / kPerBlock);
+#ifdef __CUDA_ARCH__  // the host compiler warns that it ignores the pragma
 #pragma unroll
+#endif
     for (int n = 0; n < N; ++n) w[n] = extract<Bits>(b, N < kPerBlock ? uint32_t(i % kPerBlock) + n : n);
   }
 };

@@ -8,7 +8,7 @@
 #   bench:    the main job, the benchmark (mid sizes, large sizes, the strided and chunk layouts)
 #   fusion:   the torch.compile fusion benchmark
 #   snn:      the fused SELU + AlphaDropout benchmark rows (and memory), and the SNN example on the GPU
-#   probe:    scripts/probe_launch.py's sweep of launch shapes (one build of its own), then ncu
+#   probe:    benchmarks/probe_launch.py's sweep of launch shapes (one build of its own), then ncu
 #             on our kernel and torch's at 2^20 elements (occupancy, waves, DRAM throughput); no package build. Arguments
 #             after the stage go to probe_launch.py (e.g. --cases selu_alpha_dropout:bfloat16 --sizes 22 24 26 28
 #             --threads 128), and leave ncu out
@@ -84,40 +84,40 @@ bench_stage() {
     # Three parts, so that each fits a device call beside the build: mid sizes (every op and dtype), large
     # sizes with the torch.compile column, then the strided and chunk layouts.
     echo "== benchmark, mid sizes"
-    python3 -m activations_ext.bench --sizes 2^16 2^18 2^20 2^22 --no-compile --quiet --json "$OUT/bench_mid.json" \
+    python3 benchmarks/bench.py --sizes 2^16 2^18 2^20 2^22 --no-compile --quiet --json "$OUT/bench_mid.json" \
         2>&1 | tee "$OUT/bench_mid.txt"
     echo "== benchmark, large sizes"
-    python3 -m activations_ext.bench --sizes 2^24 2^26 4096x393216 --ops selu relu selu_backward relu_backward \
+    python3 benchmarks/bench.py --sizes 2^24 2^26 4096x393216 --ops selu relu selu_backward relu_backward \
         --quiet --json "$OUT/bench.json" --plot "$OUT/bench.png" 2>&1 | tee "$OUT/bench.txt"
     echo "== benchmark, strided and chunk layouts (no dense kernel takes them as they are)"
-    python3 -m activations_ext.bench --layouts strided chunk --sizes 2^22 2^24 --dtypes float32 bfloat16 --no-compile \
+    python3 benchmarks/bench.py --layouts strided chunk --sizes 2^22 2^24 --dtypes float32 bfloat16 --no-compile \
         --quiet --json "$OUT/bench_strided.json" 2>&1 | tee "$OUT/bench_strided.txt"
 }
 
 fusion_stage() {
     echo "== benchmark under torch.compile: fused, opaque (fusion off), torch's ops"
-    python3 -m activations_ext.bench_fusion --json "$OUT/bench_fusion.json" 2> /tmp/bench_fusion.err \
+    python3 benchmarks/fusion.py --json "$OUT/bench_fusion.json" 2> /tmp/bench_fusion.err \
         | tee "$OUT/bench_fusion.txt"
     tail -3 /tmp/bench_fusion.err
 }
 
 snn_stage() {
     echo "== benchmark: selu_alpha_dropout (train, p = 0.1) against alpha_dropout(selu(x)), eager and compiled"
-    python3 -m activations_ext.bench --ops selu_alpha_dropout selu_alpha_dropout+bwd --sizes 2^24 2^28 \
+    python3 benchmarks/bench.py --ops selu_alpha_dropout selu_alpha_dropout+bwd --sizes 2^24 2^28 \
         --dtypes bfloat16 float32 --quiet --json "$OUT/bench_snn.json" 2>&1 | tee "$OUT/bench_snn.txt"
     echo "== examples/snn.py on the GPU"
     python3 examples/snn.py --device cuda --check 2>&1 | tail -30
 }
 
 probe_stage() {
-    echo "== launch shapes (scripts/probe_launch.py $*)"
-    python3 scripts/probe_launch.py --json "$OUT/probe.json" "$@" 2>&1 | tee "$OUT/probe.txt" | cut -c1-400
+    echo "== launch shapes (benchmarks/probe_launch.py $*)"
+    python3 benchmarks/probe_launch.py --json "$OUT/probe.json" "$@" 2>&1 | tee "$OUT/probe.txt" | cut -c1-400
     status=${PIPESTATUS[0]}
     [ $# -gt 0 ] && return "$status"
     echo "== ncu at 2^20 elements: our kernel and torch's"
     timeout 240 ncu --clock-control none --kernel-name regex:"strided_activation_kernel|vectorized_elementwise" --section SpeedOfLight \
         --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
-        python3 scripts/probe_launch.py --ncu > "$OUT/ncu_mid.txt" 2>&1
+        python3 benchmarks/probe_launch.py --ncu > "$OUT/ncu_mid.txt" 2>&1
     ncu_status=$?
     echo "exit $ncu_status | $(grep -cE "strided_activation_kernel|vectorized_elementwise" "$OUT/ncu_mid.txt") kernel lines"
     [ "$status" -eq 0 ] && [ "$ncu_status" -eq 0 ]

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import torch
 
 import activations_ext  # noqa: F401  (registers the ops)
-from activations_ext.catalog import alpha_dropout_kept
+from activations_ext.catalog import ACTIVATIONS, alpha_dropout_kept
 
 SIZES = [0, 1, 3, 7, 9, 33, 4099]
 
@@ -55,7 +55,7 @@ def main() -> None:
             base = on_gpu(base_cpu)
             for view in views(n):
                 x = view(base)
-                for op in ("selu", "relu"):
+                for op in ACTIVATIONS:
                     reference = getattr(torch, op)(view(base_cpu))
                     ours = getattr(torch.ops.act, op)(x)
                     out = torch.empty(x.shape, dtype=dtype, device="cuda")
@@ -72,7 +72,7 @@ def main() -> None:
     # More dimensions than one launch describes (25): a reversed input into a contiguous result goes in parts.
     # Compared on the CPU, whose elementwise loops take any number of dimensions.
     x = on_gpu(torch.randn((2,) * 26, dtype=torch.bfloat16)).permute(*range(25, -1, -1))
-    for op in ("selu", "relu"):
+    for op in ACTIVATIONS:
         out = torch.empty(x.shape, dtype=x.dtype, device="cuda")
         getattr(torch.ops.act, op)(x, out=out)
         torch.testing.assert_close(out.cpu(), getattr(torch, op)(x.cpu()), rtol=2e-2, atol=1e-5)

@@ -1,3 +1,4 @@
+import collections
 import glob
 import math
 import os
@@ -11,6 +12,8 @@ import torch
 _CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if not glob.glob(os.path.join(_CHECKOUT, "activations_ext", "_C*")):
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _CHECKOUT]
+# The benchmarks, which the package does not install, for the tests of them.
+sys.path.append(os.path.join(_CHECKOUT, "benchmarks"))
 
 import activations_ext  # noqa: E402, F401  (registers the ops)
 from activations_ext.catalog import ACTIVATIONS, ONE_ROUNDING_RTOL  # noqa: E402
@@ -124,3 +127,14 @@ def device(request: pytest.FixtureRequest) -> str:
 def odd_sizes() -> list[int]:
     """Sizes around the vector width and block tile, to hit every head/body/tail split."""
     return sorted({1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 1023, 1024, 1025, 4099, 8192 + 5, int(math.pow(2, 17)) + 3})
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line per reason tests were skipped (on a machine without a GPU, most share one)."""
+    reasons = collections.Counter(
+        report.longrepr[2].removeprefix("Skipped: ")
+        for report in terminalreporter.stats.get("skipped", [])
+        if isinstance(report.longrepr, tuple)
+    )
+    for reason, count in reasons.most_common():
+        terminalreporter.write_line(f"SKIPPED {count}: {reason}")

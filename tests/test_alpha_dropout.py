@@ -5,11 +5,11 @@ import math
 
 import pytest
 import torch
+from bench import saved_bytes
 from conftest import DTYPES, HAS_CUDA, random_data, requires_cuda
 
 import activations_ext
 from activations_ext import decompositions
-from activations_ext.bench import saved_bytes
 from activations_ext.catalog import (
     SELU_ALPHA_DROPOUT_ULP_BOUNDS,
     SELU_SCALE,

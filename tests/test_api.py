@@ -8,6 +8,7 @@ from conftest import DTYPES, random_data, requires_cuda
 from torch import nn
 
 import activations_ext
+from activations_ext.catalog import ACTIVATIONS
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -48,7 +49,7 @@ def test_bad_dtype_names_it(device, op, dtype):
         getattr(torch.ops.act, op)(x)
 
 
-@pytest.mark.parametrize("op", ["selu", "relu"])
+@pytest.mark.parametrize("op", list(ACTIVATIONS))
 def test_bad_out(device, op):
     fn = getattr(torch.ops.act, op)
     x = random_data((4, 5), torch.float32, device)
@@ -64,7 +65,7 @@ def test_bad_out(device, op):
 
 
 @requires_cuda
-@pytest.mark.parametrize("op", ["selu", "relu"])
+@pytest.mark.parametrize("op", list(ACTIVATIONS))
 def test_bad_devices(op):
     x = random_data((4,), torch.float32, "cuda")
     with pytest.raises(RuntimeError, match="expected out on the device of x"):
@@ -73,7 +74,7 @@ def test_bad_devices(op):
         getattr(torch.ops.act, op + "_backward")(torch.ones(4), x)
 
 
-@pytest.mark.parametrize("op", ["selu", "relu"])
+@pytest.mark.parametrize("op", list(ACTIVATIONS))
 def test_bad_backward_args(device, op):
     backward = getattr(torch.ops.act, op + "_backward")
     r = random_data((4,), torch.float32, device)
@@ -130,7 +131,7 @@ def test_eager_and_compile_reject_bad_input_with_the_same_words(case):
     assert "but got torch." in eager[1] or "[4, 3]" in eager[1]  # dtypes as Python prints them
 
 
-@pytest.mark.parametrize("name", ["selu", "relu"])
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
 def test_functional_api_takes_torch_nn_functional_arguments(name):
     ours, theirs = getattr(activations_ext, name), getattr(torch.nn.functional, name)
     x = random_data((5, 7), torch.float32, "cpu")

@@ -6,6 +6,7 @@ from conftest import BACKWARD, FORWARD, random_data
 from torch.autograd import gradcheck, gradgradcheck
 
 import activations_ext
+from activations_ext.catalog import ACTIVATIONS
 
 
 def away_from_kink(shape, device, seed=0):
@@ -14,7 +15,7 @@ def away_from_kink(shape, device, seed=0):
     return torch.where(x.abs() < 1e-3, 0.5, x)
 
 
-@pytest.mark.parametrize("op", ["selu", "relu"])
+@pytest.mark.parametrize("op", list(ACTIVATIONS))
 def test_gradcheck_and_gradgradcheck(device, op):
     functional, inplace, _ = FORWARD[op]
     x = away_from_kink((4, 7), device).requires_grad_()
@@ -26,7 +27,7 @@ def test_gradcheck_and_gradgradcheck(device, op):
     assert gradcheck(lambda t: inplace((t * 1)[:, 1::2]), (x,))
 
 
-@pytest.mark.parametrize("op", ["selu", "relu"])
+@pytest.mark.parametrize("op", list(ACTIVATIONS))
 def test_backward_ops_are_differentiable(device, op):
     backward, _ = BACKWARD[op]
     grad = away_from_kink((3, 5), device, seed=1).requires_grad_()
@@ -35,7 +36,7 @@ def test_backward_ops_are_differentiable(device, op):
     assert gradgradcheck(backward, (grad, result))
 
 
-@pytest.mark.parametrize("op", ["selu", "relu"])
+@pytest.mark.parametrize("op", list(ACTIVATIONS))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
 def test_grads_equal_torch(device, op, dtype):
     ours = {"selu": activations_ext.selu, "relu": activations_ext.relu}[op]
@@ -55,7 +56,7 @@ def test_grads_equal_torch(device, op, dtype):
         torch.testing.assert_close(g, g_theirs * 2.5, atol=atol and 2.5 * atol, rtol=atol)
 
 
-@pytest.mark.parametrize("op", ["selu", "relu"])
+@pytest.mark.parametrize("op", list(ACTIVATIONS))
 def test_inplace_on_leaf_requiring_grad_raises_and_leaves_it(device, op):
     _, inplace, _ = FORWARD[op]
     x = random_data((5,), torch.float32, device).requires_grad_()
@@ -70,7 +71,7 @@ def test_inplace_on_leaf_requiring_grad_raises_and_leaves_it(device, op):
     assert not torch.equal(x.detach(), before)
 
 
-@pytest.mark.parametrize("op", ["selu", "relu"])
+@pytest.mark.parametrize("op", list(ACTIVATIONS))
 def test_inplace_bumps_version_so_stale_saves_are_caught(device, op):
     _, inplace, _ = FORWARD[op]
     a = random_data((6,), torch.float32, device).requires_grad_()
@@ -83,7 +84,7 @@ def test_inplace_bumps_version_so_stale_saves_are_caught(device, op):
         c.sum().backward()
 
 
-@pytest.mark.parametrize("op", ["selu", "relu"])
+@pytest.mark.parametrize("op", list(ACTIVATIONS))
 def test_out_with_grad_raises(device, op):
     x = random_data((4,), torch.float32, device).requires_grad_()
     out = torch.empty(4, device=device)

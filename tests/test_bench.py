@@ -2,10 +2,11 @@
 
 import json
 
+import bench
 import pytest
 import torch
 
-from activations_ext import bench, catalog
+from activations_ext import catalog
 
 
 def test_operands_are_random_in_the_asked_layout():
@@ -97,9 +98,9 @@ def test_plot_writes_a_png(tmp_path):
 
 
 def test_fusion_report_counts_kernels_and_times_every_variant():
-    from activations_ext import bench_fusion
+    import fusion
 
-    rows = bench_fusion.chain_rows("selu", torch.float32, "2^10", torch.device("cpu"))
+    rows = fusion.chain_rows("selu", torch.float32, "2^10", torch.device("cpu"))
     assert [(r.case, r.mode) for r in rows] == [("chain selu", "fwd"), ("chain selu", "fwd+bwd")]
     # Fused, the chain is one kernel each way. Opaque, the act op is a call between kernels: x * 2 and + 1
     # forward, and backward only the * 2 after selu_backward.
@@ -108,7 +109,7 @@ def test_fusion_report_counts_kernels_and_times_every_variant():
     for r in rows:
         assert r.fused_us > 0 and r.opaque_us > 0 and r.torch_us > 0
     assert rows[0].copy_us > 0 and rows[1].copy_us is None
-    table = bench_fusion.format_table(rows).splitlines()
+    table = fusion.format_table(rows).splitlines()
     assert len(table) == 2 + len(rows) and "1/1|2/1" in table[-1]
 
 

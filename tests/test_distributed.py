@@ -10,6 +10,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from activations_ext.catalog import ACTIVATIONS
+
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not available")
 
 WORLD = 2
@@ -36,7 +38,7 @@ def checks(rank: int) -> None:
             dx = DTensor.from_local(x / WORLD, mesh, [placement])
         else:
             dx = distribute_tensor(x, mesh, [placement])
-        for op in ("selu", "relu"):
+        for op in ACTIVATIONS:
             plain = getattr(torch, op)
             leaf = dx.detach().requires_grad_()
             y = getattr(torch.ops.act, op)(leaf)
@@ -108,7 +110,7 @@ def cross_mesh_checks(mesh, x: torch.Tensor) -> None:
 
     other = DeviceMesh("cpu", list(reversed(range(WORLD))))  # same ranks, other order: shards land elsewhere
     a, b = distribute_tensor(x, mesh, [Shard(0)]), distribute_tensor(x, other, [Shard(0)])
-    for op in ("selu", "relu"):
+    for op in ACTIVATIONS:
         with pytest.raises(RuntimeError, match="cross-mesh"):
             getattr(torch.ops.act, op + "_backward")(a, b)
         # Filled, not empty: uninitialized memory can hold NaN, which torch.equal never matches.

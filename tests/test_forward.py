@@ -19,7 +19,7 @@ from conftest import (
 from activations_ext.catalog import ACTIVATIONS
 
 
-@pytest.mark.parametrize("op", ["selu", "relu"])
+@pytest.mark.parametrize("op", list(ACTIVATIONS))
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_forward_matches_reference(device, op, dtype, layout):
@@ -33,7 +33,7 @@ def test_forward_matches_reference(device, op, dtype, layout):
     assert torch.equal(x, before)
 
 
-@pytest.mark.parametrize("op", ["selu", "relu"])
+@pytest.mark.parametrize("op", list(ACTIVATIONS))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("offset", [0, 1, 3])
 def test_sizes_and_offsets(device, op, dtype, offset):
@@ -45,7 +45,7 @@ def test_sizes_and_offsets(device, op, dtype, offset):
         assert_matches(inplace(x).cpu(), expected, dtype)
 
 
-@pytest.mark.parametrize("op", ["selu", "relu"])
+@pytest.mark.parametrize("op", list(ACTIVATIONS))
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout", ["contiguous", "transposed", "offset", "channels_last", "scalar", *STRIDED_LAYOUTS])
 def test_inplace_writes_that_view_only(device, op, dtype, layout):
@@ -63,7 +63,7 @@ def test_inplace_writes_that_view_only(device, op, dtype, layout):
     assert torch.equal(buffer[outside], buffer_before[outside])
 
 
-@pytest.mark.parametrize("op", ["selu", "relu"])
+@pytest.mark.parametrize("op", list(ACTIVATIONS))
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("out_layout", ["contiguous", "transposed", "strided", "offset", "chunk"])
 @pytest.mark.parametrize("x_layout", ["contiguous", "strided", "narrow"])
@@ -91,7 +91,7 @@ def test_out_writes_poisoned_out(device, op, dtype, out_layout, x_layout):
     assert int(torch.isnan(buffer).sum()) == buffer.numel() - out.numel()
 
 
-@pytest.mark.parametrize("op", ["selu", "relu"])
+@pytest.mark.parametrize("op", list(ACTIVATIONS))
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "grad_layout", ["contiguous", "expanded", "transposed", "scalar", "empty", "summed", *STRIDED_LAYOUTS]

@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import activations_ext
+from activations_ext.catalog import ACTIVATIONS
 from activations_ext.numerics import (
     ULP_BOUNDS,
     max_ulp_errors,
@@ -204,7 +205,7 @@ HYPOTHESIS = settings(
     layout=layouts(),
     out_layout=layouts(),
     dtype=st.sampled_from(DTYPES),
-    op=st.sampled_from(["selu", "relu"]),
+    op=st.sampled_from(list(ACTIVATIONS)),
     form=st.sampled_from(["functional", "inplace", "out"]),
 )
 def test_any_layout_writes_exactly_its_target(device, layout, out_layout, dtype, op, form):
@@ -235,7 +236,7 @@ def test_any_layout_writes_exactly_its_target(device, layout, out_layout, dtype,
 
 
 @HYPOTHESIS
-@given(layout=layouts(), dtype=st.sampled_from(DTYPES), op=st.sampled_from(["selu", "relu"]))
+@given(layout=layouts(), dtype=st.sampled_from(DTYPES), op=st.sampled_from(list(ACTIVATIONS)))
 def test_backward_any_layout(device, layout, dtype, op):
     backward, ref = BACKWARD[op]
     buffer, grad = guarded(layout, dtype, device, seed=3)

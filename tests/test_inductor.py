@@ -2,14 +2,15 @@
 
 import inspect
 
+import fusion
 import pytest
 import torch
 from conftest import DTYPES, random_data
+from fusion import kernels_in
 from torch._inductor.utils import run_and_get_code
 
 import activations_ext
-from activations_ext import _inductor, bench_fusion, decompositions
-from activations_ext.bench_fusion import kernels_in
+from activations_ext import _inductor, decompositions
 from activations_ext.numerics import (
     eager_backward,
     eager_forward,
@@ -20,7 +21,7 @@ from activations_ext.numerics import (
 )
 
 # The benchmark's chains, ours (not torch's): name -> fn(x, b, y).
-CHAINS = {name: ours for name, (ours, _, _) in bench_fusion.CHAINS.items()}
+CHAINS = {name: ours for name, (ours, _, _) in fusion.CHAINS.items()}
 
 
 @pytest.fixture(autouse=True)

@@ -7,6 +7,8 @@ import torch
 from conftest import FORWARD, STRIDED_LAYOUTS, assert_matches, make_layout, random_data, requires_cuda
 from torch.profiler import ProfilerActivity, profile
 
+from activations_ext.catalog import ACTIVATIONS
+
 ALLOCATING_OPS = {"aten::empty", "aten::empty_like", "aten::empty_strided", "aten::clone", "aten::contiguous"}
 
 
@@ -35,7 +37,7 @@ def forms(op: str, x: torch.Tensor) -> dict:
     }
 
 
-@pytest.mark.parametrize("op", ["selu", "relu"])
+@pytest.mark.parametrize("op", list(ACTIVATIONS))
 @pytest.mark.parametrize("layout", STRIDED_LAYOUTS)
 def test_strided_calls_allocate_only_their_result(device, op, layout):
     x = make_layout(layout, torch.float32, device)

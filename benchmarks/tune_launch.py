@@ -1,6 +1,6 @@
 """Sweeps the CUDA launch shape on a GPU: rebuilds the extension per configuration and benchmarks it.
 
-Usage (on the GPU machine, from the repository root): ``python3 scripts/tune_launch.py [NAME-PART ...] [--sizes ...]
+Usage (on the GPU machine, from the repository root): ``python3 benchmarks/tune_launch.py [NAME-PART ...] [--sizes ...]
 [--dtypes ...] [--ops ...] [--layouts ...]``. Prints, per configuration, the geometric mean of ours/torch eager speed
 per size and the lowest share of the copy roofline; the best configuration becomes the default in
 kernels/elementwise.cuh.
@@ -13,6 +13,9 @@ import os
 import subprocess
 import sys
 import tempfile
+
+# The benchmark it runs per configuration, beside it.
+BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench.py")
 
 CONFIGS = {
     "default (128 threads, 4 elements a thread; random ops: by the GPU's DRAM speed per SM cycle)": "",
@@ -75,7 +78,13 @@ def main() -> None:
         build(flags)
         with tempfile.NamedTemporaryFile(suffix=".json") as f:
             subprocess.run(
-                [sys.executable, "-m", "activations_ext.bench", *bench, "--json", f.name],
+                [
+                    sys.executable,
+                    BENCH,
+                    *bench,
+                    "--json",
+                    f.name,
+                ],
                 check=True,
                 stdout=subprocess.DEVNULL,
             )

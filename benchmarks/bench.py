@@ -1,6 +1,6 @@
 """Benchmark: ours vs torch eager vs torch.compile vs a device-to-device copy (the bandwidth roofline).
 
-Usage: ``python -m activations_ext.bench [--ops ...] [--dtypes ...] [--sizes ...] [--layouts ...] [--repeats N]
+Usage: ``python benchmarks/bench.py [--ops ...] [--dtypes ...] [--sizes ...] [--layouts ...] [--repeats N]
 [--json PATH] [--plot PATH]``.
 The implementations of one row run in turns (ours, torch, torch.compile, the copy), each run on a cold L2 and
 timed by CUDA events around the device's work only (wall clock on the CPU); a figure is the median of
@@ -209,7 +209,7 @@ def measure(
 
     Each run has operands of its own, at new addresses where the earlier runs' fit in ``KEEP_BYTES``: where its
     buffers lie moves a mid-size time by up to 5%, for ours and torch's alike, so one placement would bias every
-    run of a row the same way (scripts/probe_noise.py)."""
+    run of a row the same way."""
     case = make_case(op)
     compiled = compiled_torch(op, case) if with_compile else None
     kept: list[list[torch.Tensor]] = []
@@ -470,7 +470,7 @@ def run(
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     cuda = torch.cuda.is_available()
-    parser = argparse.ArgumentParser(prog="python -m activations_ext.bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python benchmarks/bench.py", description=__doc__.split("\n")[0])
     parser.add_argument("--ops", nargs="+", default=OPS, choices=OPS)
     parser.add_argument("--dtypes", nargs="+", default=list(DTYPES), choices=list(DTYPES))
     parser.add_argument(

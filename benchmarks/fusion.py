@@ -1,6 +1,6 @@
 """Benchmark of the act ops under torch.compile: fused (the default), opaque (fusion off), and torch's own ops.
 
-Usage: ``python -m activations_ext.bench_fusion [--dtypes ...] [--sizes ...] [--json PATH]``.
+Usage: ``python benchmarks/fusion.py [--dtypes ...] [--sizes ...] [--json PATH]``.
 Each figure is the median of CUDA-event timings with the L2 cache flushed before every run (wall clock on the
 CPU). Rows:
 - ``chain selu``: ``act.selu(x * 2) + 1``; ``chain relu``: ``act.relu(x + b) * y``, forward (``fwd``) and
@@ -22,11 +22,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import torch
+from bench import DTYPES, parse_size
 from torch import nn
 from torch._inductor.utils import run_and_get_code
 
 import activations_ext
-from activations_ext.bench import DTYPES, parse_size
 from activations_ext.timing import interleaved_median_seconds
 
 CHAINS: dict[str, tuple[Callable[..., torch.Tensor], Callable[..., torch.Tensor], int]] = {
@@ -230,7 +230,7 @@ def format_table(rows: list[Row]) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     cuda = torch.cuda.is_available()
-    parser = argparse.ArgumentParser(prog="python -m activations_ext.bench_fusion", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python benchmarks/fusion.py", description=__doc__.split("\n")[0])
     parser.add_argument("--dtypes", nargs="+", default=["bfloat16", "float32"], choices=list(DTYPES))
     parser.add_argument("--sizes", nargs="+", default=["2^24", "2^26"] if cuda else ["2^20"])
     parser.add_argument("--device", default="cuda" if cuda else "cpu")

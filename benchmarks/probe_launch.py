@@ -1,10 +1,10 @@
 """Times the shipped CUDA kernel in many launch shapes from one build, on the GPU at hand.
 
-Usage (on the GPU machine, from the repository root): ``python3 scripts/probe_launch.py [--json PATH]`` for the
-sweep, or ``python3 scripts/probe_launch.py --ncu`` under ``ncu`` for one launch of each kernel that the mid-size
-question is about. ``scripts/tune_launch.py`` rebuilds the package per shape; this probe compiles
-``scripts/probe_launch.cu`` (the same kernel on dense tensors) once per block size and load kind and picks the packs per
-thread and the grid at run time, so a whole sweep fits one device call. Each shape's output is checked against
+Usage (on the GPU machine, from the repository root): ``python3 benchmarks/probe_launch.py [--json PATH]`` for the
+sweep, or ``python3 benchmarks/probe_launch.py --ncu`` under ``ncu`` for one launch of each kernel that the mid-size
+question is about. ``benchmarks/tune_launch.py`` rebuilds the package per shape; this probe compiles
+``benchmarks/probe_launch.cu`` (the same kernel on dense tensors) once per block size and load kind and picks the
+packs per thread and the grid at run time, so a whole sweep fits one device call. Each shape's output is checked against
 one reference shape's (bit for bit: the same functor on the same elements) before it is timed.
 """
 
