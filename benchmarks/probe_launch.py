@@ -71,7 +71,7 @@ def torch_op(op: str) -> Callable[..., torch.Tensor]:
 
 
 def dram_bytes_per_sm_cycle() -> float:
-    """kernels/runtime.h's gpu_shape: the peak bytes DRAM moves per clock cycle of one SM."""
+    """kernels/torch_torch_runtime.h's device_limits: the peak bytes DRAM moves per clock cycle of one SM."""
     p = torch.cuda.get_device_properties(0)
     sm_cycles = p.multi_processor_count * p.clock_rate
     return 2 * p.memory_clock_rate * (p.memory_bus_width // 8) / sm_cycles if sm_cycles else 0.0

@@ -4,8 +4,8 @@
 #include <array>
 #include <utility>
 
-#include "backends.h"
-#include "runtime.h"
+#include "strided_view.h"
+#include "torch_runtime.h"
 
 namespace act {
 namespace {

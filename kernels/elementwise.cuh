@@ -17,8 +17,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "backends.h"
-#include "runtime.h"
+#include "strided_view.h"
+#include "torch_runtime.h"
 
 namespace act {
 
@@ -263,29 +263,29 @@ strided_activation_kernel(Op op, Pointers<T, Op::arity + 1> ptr, Rows<Op::arity 
 
 constexpr int64_t kUncapped = std::numeric_limits<int32_t>::max();
 
-// run(U, no cap) with the fewest packs a thread U, from `U` up to kOneWaveUnroll, at which one wave of
+// launch_kernel(U, no cap) with the fewest packs a thread U, from `U` up to kOneWaveUnroll, at which one wave of
 // every thread the GPU holds takes a dense view of `n_packs` packs, if that kernel's registers admit every
 // thread; false otherwise.
-template <int U, int VEC, typename T, typename Op, typename Run>
-bool launch_in_one_wave(int64_t n_packs, const runtime::GpuShape& gpu, const Run& run) {
+template <int U, int VEC, typename T, typename Op, typename LaunchKernel>
+bool launch_in_one_wave(int64_t n_packs, const runtime::DeviceLimits& gpu, const LaunchKernel& launch_kernel) {
   if constexpr (U > kOneWaveUnroll) {
     return false;
   } else {
-    if (n_packs > U * gpu.resident_threads) return launch_in_one_wave<2 * U, VEC, T, Op>(n_packs, gpu, run);
+    if (n_packs > U * gpu.resident_threads) return launch_in_one_wave<2 * U, VEC, T, Op>(n_packs, gpu, launch_kernel);
     const int64_t blocks_per_sm = runtime::once_per_device(gpu.device, [](int) {
       return runtime::resident_blocks_per_sm(strided_activation_kernel<VEC, U, T, Op, 0>, kThreads);
     });
     if (blocks_per_sm * gpu.sms * kThreads < gpu.resident_threads) return false;
-    run(std::integral_constant<int, U>{}, kUncapped);
+    launch_kernel(std::integral_constant<int, U>{}, kUncapped);
     return true;
   }
 }
 
 template <int VEC, typename T, typename Op, int D>
-void launch(Op op, Pointers<T, Op::arity + 1> ptr, const Rows<Op::arity + 1, D>& rows, int64_t n_packs,
-            int64_t n_singles, int64_t index_base, const runtime::GpuShape& gpu, cudaStream_t stream) {
+void launch_with_shape(Op op, Pointers<T, Op::arity + 1> ptr, const Rows<Op::arity + 1, D>& rows, int64_t n_packs,
+                       int64_t n_singles, int64_t index_base, const runtime::DeviceLimits& gpu, cudaStream_t stream) {
   constexpr int kUnroll = std::max(1, kElements / VEC);
-  const auto run = [&](auto unroll, int64_t max_blocks) {
+  const auto launch_kernel = [&](auto unroll, int64_t max_blocks) {
     constexpr int U = decltype(unroll)::value;
     const int64_t needed = std::max((n_packs + int64_t(kThreads) * U - 1) / (int64_t(kThreads) * U),
                                     (n_singles + kThreads - 1) / kThreads);
@@ -295,25 +295,25 @@ void launch(Op op, Pointers<T, Op::arity + 1> ptr, const Rows<Op::arity + 1, D>&
     runtime::check_launch();
   };
   if constexpr (!IsRandom<Op>::value && D == 0 && VEC > 1) {
-    if (n_packs > kUnroll * gpu.resident_threads && launch_in_one_wave<2 * kUnroll, VEC, T, Op>(n_packs, gpu, run)) {
+    if (n_packs > kUnroll * gpu.resident_threads && launch_in_one_wave<2 * kUnroll, VEC, T, Op>(n_packs, gpu, launch_kernel)) {
       return;
     }
   }
   if constexpr (IsRandom<Op>::value) {
     if (gpu.dram_bytes_per_sm_cycle > kRandomIssueBoundBytes) {
       const int64_t max_blocks = std::max<int64_t>(1, kRandomWaves * gpu.resident_threads / kThreads);
-      return run(std::integral_constant<int, kUnroll>{}, max_blocks);
+      return launch_kernel(std::integral_constant<int, kUnroll>{}, max_blocks);
     }
     if (n_packs >= kRandomUnrollPacks) {
-      return run(std::integral_constant<int, std::max(kRandomUnroll, kUnroll)>{}, kUncapped);
+      return launch_kernel(std::integral_constant<int, std::max(kRandomUnroll, kUnroll)>{}, kUncapped);
     }
   }
-  run(std::integral_constant<int, kUnroll>{}, kUncapped);
+  launch_kernel(std::integral_constant<int, kUnroll>{}, kUncapped);
 }
 
 // One launch over a view of at most kMaxLaunchElements elements with D + 1 dimensions or fewer.
 template <int D, typename T, typename Op>
-void launch_rows(Op op, const StridedView& view, int64_t index_base, const runtime::GpuShape& gpu,
+void launch_rows(Op op, const StridedView& view, int64_t index_base, const runtime::DeviceLimits& gpu,
                  cudaStream_t stream) {
   constexpr int N = Op::arity + 1;
   constexpr int kBytes = 16;
@@ -344,7 +344,7 @@ void launch_rows(Op op, const StridedView& view, int64_t index_base, const runti
   if (!packs) {
     rows.packs = FastDivmod(static_cast<uint32_t>(cols));
     rows.tail = static_cast<uint32_t>(cols);
-    return launch<1>(op, ptr, rows, view.numel(), 0, index_base, gpu, stream);
+    return launch_with_shape<1>(op, ptr, rows, view.numel(), 0, index_base, gpu, stream);
   }
   const int64_t row_packs = (cols - head) / kVec;
   const int64_t singles = cols - row_packs * kVec;
@@ -352,12 +352,12 @@ void launch_rows(Op op, const StridedView& view, int64_t index_base, const runti
   rows.tail = static_cast<uint32_t>(head + row_packs * kVec);
   rows.packs = FastDivmod(static_cast<uint32_t>(row_packs));
   rows.singles = FastDivmod(static_cast<uint32_t>(std::max<int64_t>(singles, 1)));
-  launch<kVec>(op, ptr, rows, n_rows * row_packs, n_rows * singles, index_base, gpu, stream);
+  launch_with_shape<kVec>(op, ptr, rows, n_rows * row_packs, n_rows * singles, index_base, gpu, stream);
 }
 
 // The smallest row description that holds the view: kernel parameters and index arithmetic grow with it.
 template <typename T, typename Op>
-void launch_part(Op op, const StridedView& view, int64_t index_base, const runtime::GpuShape& gpu,
+void launch_part(Op op, const StridedView& view, int64_t index_base, const runtime::DeviceLimits& gpu,
                  cudaStream_t stream) {
   switch (view.ndim) {
     case 1: return launch_rows<0, T>(op, view, index_base, gpu, stream);
@@ -410,7 +410,7 @@ void for_each_part(const StridedView& view, int64_t item_size, int operands, F&&
 }
 
 template <typename T, typename Op>
-void strided_elementwise(Op op, const StridedView& view, const runtime::GpuShape& gpu, cudaStream_t stream) {
+void strided_elementwise(Op op, const StridedView& view, const runtime::DeviceLimits& gpu, cudaStream_t stream) {
   for_each_part(view, sizeof(T), Op::arity + 1, [&](const StridedView& part) {
     launch_part<T>(op, part, (part.data[0] - view.data[0]) / int64_t(sizeof(T)), gpu, stream);
   });

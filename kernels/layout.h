@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "backends.h"
+#include "strided_view.h"
 
 namespace act {
 
@@ -68,13 +68,13 @@ void make_view(const Tensor& out, const Tensor* inputs, size_t n_inputs, Strided
 }
 
 // out = F(inputs...), in one pass over any layouts: each operand is read and written where it
-// lies, with no staging copies. `Build::launch<F>(out, view, args)` runs the build's backend.
+// lies, with no staging copies. `Build::run_backend<F>(out, view, args)` runs the build's backend.
 template <template <typename> class F, class Build, class Tensor>
 void run_elementwise(const Tensor& out, std::initializer_list<Tensor> operands, const ArgsOf<F>& args) {
   if (out.numel() == 0) return;
   StridedView view;
   make_view(out, operands.begin(), operands.size(), view);
-  Build::template launch<F>(out, view, args);
+  Build::template run_backend<F>(out, view, args);
 }
 
 }  // namespace act

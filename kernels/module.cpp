@@ -2,7 +2,7 @@
 // ops, which users reach through torch.ops.act; its one function reports a build detail for tests.
 #include <Python.h>
 
-#include "backends.h"
+#include "strided_view.h"
 
 namespace {
 

@@ -17,9 +17,9 @@
 #include <tuple>
 #include <utility>
 
-#include "backends.h"
+#include "strided_view.h"
 #include "layout.h"
-#include "messages.h"
+#include "error_text.h"
 #include "op_handles.h"
 #ifdef ACT_WITH_CUDA
 #include "cuda_generator.h"
@@ -51,7 +51,7 @@ void check_matches(const std::string& op, const at::Tensor& t, const char* arg, 
 // How the default build hands a view to a backend, for layout.h's run_elementwise.
 struct AtenBuild {
   template <template <typename> class F>
-  static void launch(const at::Tensor& out, const StridedView& view, const ArgsOf<F>& args) {
+  static void run_backend(const at::Tensor& out, const StridedView& view, const ArgsOf<F>& args) {
 #ifdef ACT_WITH_CUDA
     if (out.is_cuda()) return cuda_elementwise<F>(out.scalar_type(), out.device().index(), view, args);
 #endif
@@ -60,7 +60,7 @@ struct AtenBuild {
 };
 
 template <template <typename> class F>
-void run(const at::Tensor& out, std::initializer_list<at::Tensor> operands, const ArgsOf<F>& args = {}) {
+void compute(const at::Tensor& out, std::initializer_list<at::Tensor> operands, const ArgsOf<F>& args = {}) {
   run_elementwise<F, AtenBuild>(out, operands, args);
 }
 
@@ -82,7 +82,7 @@ template <class Op>
 at::Tensor forward(const at::Tensor& x) {
   check_dtype(op_name(Op::name), x, "x");
   at::Tensor out = output_like({x});
-  run<Op::template Forward>(out, {x});
+  compute<Op::template Forward>(out, {x});
   return out;
 }
 
@@ -90,7 +90,7 @@ template <class Op>
 at::Tensor& forward_(at::Tensor& x) {
   check_dtype(op_name(Op::name), x, "x");
   at::assert_no_internal_overlap(x);
-  run<Op::template Forward>(x, {x});
+  compute<Op::template Forward>(x, {x});
   return x;
 }
 
@@ -101,7 +101,7 @@ at::Tensor& forward_out(const at::Tensor& x, at::Tensor& out) {
   check_matches(op, out, "out", x, "x");
   at::assert_no_internal_overlap(out);
   at::assert_no_partial_overlap(out, x);
-  run<Op::template Forward>(out, {x});
+  compute<Op::template Forward>(out, {x});
   return out;
 }
 
@@ -115,14 +115,14 @@ at::Tensor backward(const at::Tensor& grad_output, const at::Tensor& self_or_res
   if constexpr (HasInputBackward<Op>::value) {
     at::Tensor grad_input = output_like({grad_output, self_or_result});
     if (is_result) {
-      run<Op::template Backward>(grad_input, {grad_output, self_or_result});
+      compute<Op::template Backward>(grad_input, {grad_output, self_or_result});
     } else {
-      run<Op::template InputBackward>(grad_input, {grad_output, self_or_result});
+      compute<Op::template InputBackward>(grad_input, {grad_output, self_or_result});
     }
     return grad_input;
   } else {
     at::Tensor grad_input = output_like({self_or_result, grad_output});
-    run<Op::template Backward>(grad_input, {grad_output, self_or_result});
+    compute<Op::template Backward>(grad_input, {grad_output, self_or_result});
     return grad_input;
   }
 }
@@ -176,7 +176,7 @@ std::tuple<at::Tensor, at::Tensor> selu_alpha_dropout_train(const at::Tensor& x,
     if (x.numel() == 0) rng_state.zero_();  // no kernel runs to record it
   }
 #endif
-  run<SeluAlphaDropoutForward>(out, {x}, alpha_dropout_args(p, source));
+  compute<SeluAlphaDropoutForward>(out, {x}, alpha_dropout_args(p, source));
   return {out, rng_state};
 }
 
@@ -196,7 +196,7 @@ at::Tensor selu_alpha_dropout_backward(const at::Tensor& grad_output, const at::
   at::Tensor grad_input = at::empty_like(x);
   PhiloxSource source;
   source.recorded = rng_state.const_data_ptr<int64_t>();
-  run<SeluAlphaDropoutBackward>(grad_input, {grad_output, x}, alpha_dropout_args(p, source));
+  compute<SeluAlphaDropoutBackward>(grad_input, {grad_output, x}, alpha_dropout_args(p, source));
   return grad_input;
 }
 

@@ -46,7 +46,7 @@ inline void check_launch() { C10_CUDA_KERNEL_LAUNCH_CHECK(); }
 // What a launch shape depends on: the GPU's device index and SMs, the threads that fit on it at once,
 // and the peak bytes its DRAM moves per clock cycle of one SM (two transfers a memory clock over the
 // bus, spread over the SMs).
-struct GpuShape {
+struct DeviceLimits {
   int device = 0;
   int64_t sms = 0;
   int64_t resident_threads = 0;
@@ -77,13 +77,13 @@ auto once_per_device(int device, const Read& read) {
   return values[device];
 }
 
-inline GpuShape gpu_shape(int device) {
+inline DeviceLimits device_limits(int device) {
   return once_per_device(device, [](int d) {
     const int64_t sms = device_attribute(cudaDevAttrMultiProcessorCount, d);
     const double dram_bytes_per_second = 2e3 * device_attribute(cudaDevAttrMemoryClockRate, d) *
                                          (device_attribute(cudaDevAttrGlobalMemoryBusWidth, d) / 8);
     const double sm_cycles_per_second = 1e3 * double(sms) * device_attribute(cudaDevAttrClockRate, d);
-    return GpuShape{d, sms, sms * device_attribute(cudaDevAttrMaxThreadsPerMultiProcessor, d),
+    return DeviceLimits{d, sms, sms * device_attribute(cudaDevAttrMaxThreadsPerMultiProcessor, d),
                     sm_cycles_per_second > 0 ? dram_bytes_per_second / sm_cycles_per_second : 0};
   });
 }

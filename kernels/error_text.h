@@ -21,7 +21,7 @@ inline bool is_supported_dtype(c10::ScalarType dtype) {
 }
 constexpr const char* kSupportedDtypes = "float32, float64, float16 or bfloat16";
 
-// "[4, 5]", from either build's tensor type. Formatted here rather than by streaming sizes, which
+// "[4, 5]". Formatted here rather than by streaming sizes, which
 // crashed inside TORCH_CHECK's message builder with torch 2.11's headers.
 template <typename T>
 std::string shape_str(const T& t) {
