@@ -68,9 +68,12 @@ def check_ops(device: torch.device) -> list[str]:
             scale = a.backward_scale(g.cpu()) if a.backward_scale else None  # the terms it cancels
             expected = a.backward_reference(g.cpu(), result.cpu())
             cases[f"{name}_backward"] = (getattr(act, f"{name}_backward")(g, result), expected, scale)
+            from_input = getattr(act, f"{name}_backward")(g, x, is_result=False)
+            cases[f"{name}_backward(x)"] = (from_input, a.input_backward_reference(g.cpu(), xr), None)
         for name, (actual, expected, scale) in cases.items():
             size = expected.abs() if scale is None else torch.maximum(expected.abs(), scale.abs())
-            error = ((actual.double().cpu() - expected).abs() / size.clamp_min(1e-30)).max().item()
+            # Relative to the smallest normal at least: below it a result has a subnormal ulp.
+            error = ((actual.double().cpu() - expected).abs() / size.clamp_min(torch.finfo(dtype).tiny)).max().item()
             checked += 1
             if not error <= ONE_ROUNDING_RTOL[dtype]:
                 failed.append(f"{name}/{dtype} (relative error {error:.2e})")
@@ -107,13 +110,14 @@ def check_selu_alpha_dropout(device: torch.device, p: float = 0.1, n: int = 1 <<
 
 def ulp_table(chosen: list[torch.device]) -> dict:
     """The largest error of each op in ulps of its dtype, over SELU's whole range; printed as a table."""
-    ops = [op for name in ACTIVATIONS for op in (name, f"{name}_backward")]
-    print(f"\nmax ulp error vs float64\n{'device':6} {'dtype':9}" + "".join(f" {op:>14}" for op in ops))
+    ops = [op for name in ACTIVATIONS for op in (name, f"{name}_backward", f"{name}_backward(x)")]
+    print("\nmax ulp error vs float64 (_backward: from the result; _backward(x): from the input)")
+    print(f"{'device':6} {'dtype':9}" + "".join(f" {op:>17}" for op in ops))
     table = {}
     for device in chosen:
         for dtype, errors in max_ulp_errors(device).items():
             table.setdefault(device.type, {})[str(dtype).removeprefix("torch.")] = errors
-            print(f"{device.type:6} {str(dtype)[6:]:9}" + "".join(f" {errors[op]:>14.3f}" for op in ops))
+            print(f"{device.type:6} {str(dtype)[6:]:9}" + "".join(f" {errors[op]:>17.3f}" for op in ops))
     return table
 
 
