@@ -1,6 +1,8 @@
 """Functional API: drop-ins for ``torch.nn.functional.selu`` and ``torch.nn.functional.relu``, with their
 signatures (``input``, ``inplace``)."""
 
+from collections.abc import Callable
+
 import torch
 
 
@@ -11,8 +13,17 @@ def _check_input(name: str, input: object) -> None:  # noqa: A002  (torch.nn.fun
         raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
 
 
-def selu(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:  # noqa: A002
-    """SELU, ``scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))`` with torch's alpha and scale.
+def _elementwise(name: str, summary: str) -> Callable[[torch.Tensor, bool], torch.Tensor]:
+    """The functional form of the activation ``torch.ops.act.<name>``, with torch.nn.functional's signature."""
+    packet = getattr(torch.ops.act, name)
+    forward, inplace_forward = packet.default, getattr(torch.ops.act, f"{name}_").default
+
+    def activation(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:  # noqa: A002
+        _check_input(name, input)
+        return inplace_forward(input) if inplace else forward(input)
+
+    activation.__name__ = activation.__qualname__ = name
+    activation.__doc__ = f"""{summary}
 
     Args:
         input: a float32, float64, float16 or bfloat16 tensor on the CPU or a CUDA device, any shape and layout.
@@ -24,25 +35,13 @@ def selu(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:  # noqa: A
     Raises:
         TypeError: ``input`` is not a tensor, or not of a supported dtype.
     """
-    _check_input("selu", input)
-    return torch.ops.act.selu_.default(input) if inplace else torch.ops.act.selu.default(input)
+    return activation
 
 
-def relu(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:  # noqa: A002
-    """ReLU, ``max(0, x)``, passing NaN through as ``torch.relu`` does.
-
-    Args:
-        input: a float32, float64, float16 or bfloat16 tensor on the CPU or a CUDA device, any shape and layout.
-        inplace: overwrite ``input`` with the result and return it.
-
-    Returns:
-        A new tensor laid out like ``input``, or ``input`` itself when ``inplace``.
-
-    Raises:
-        TypeError: ``input`` is not a tensor, or not of a supported dtype.
-    """
-    _check_input("relu", input)
-    return torch.ops.act.relu_.default(input) if inplace else torch.ops.act.relu.default(input)
+selu = _elementwise(
+    "selu", "SELU, ``scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))`` with torch's alpha and scale."
+)
+relu = _elementwise("relu", "ReLU, ``max(0, x)``, passing NaN through as ``torch.relu`` does.")
 
 
 def selu_alpha_dropout(
