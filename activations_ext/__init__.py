@@ -38,6 +38,19 @@ def _register_sharding_rules() -> None:
 
 
 _C = _load_extension()
+from activations_ext import catalog  # noqa: E402
+
+
+def _check_catalog_describes(built: tuple[str, ...]) -> None:
+    """The activations the build registers (``_C.activations()``) are the catalog's, in its order."""
+    if tuple(catalog.ACTIVATIONS) != built:
+        raise ImportError(
+            f"activations_ext: the compiled extension registers the activations {built}, but "
+            f"activations_ext/catalog.py describes {tuple(catalog.ACTIVATIONS)}; rebuild, or describe each there"
+        )
+
+
+_check_catalog_describes(_C.activations())
 from activations_ext import _fake  # noqa: E402, F401  (imported for its registrations)
 
 _register_sharding_rules()

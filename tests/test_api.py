@@ -192,3 +192,9 @@ def test_torch_version_mismatch_is_a_clear_import_error():
         ImportError, match=r"compiled against torch 2\.14\.1\+cu130, but torch 2\.11\.0\+cu130 is installed\. Rebuild"
     ):
         check_torch_version("2.11.0+cu130", "2.14.1+cu130")
+
+
+def test_the_op_list_is_read_from_the_build():
+    assert activations_ext._C.activations() == tuple(ACTIVATIONS)
+    with pytest.raises(ImportError, match=r"registers the activations \('selu',\), but activations_ext/catalog\.py"):
+        activations_ext._check_catalog_describes(("selu",))
