@@ -62,6 +62,7 @@ class Activation:
         backward_reference: ``name_backward(grad, result)`` in float64.
         input_backward_reference: ``name_backward(grad, x, is_result=False)`` in float64.
         torch_forward: torch's op, as the benchmark's and the main job's comparison.
+        torch_inplace: torch's in-place op (its gradient comes from the result, as the in-place form's does).
         torch_out: ``(x, out)``: torch's kernel for the forward writing ``out``, the benchmark's comparison for
             ``name.out`` (so both write the same buffer: where a buffer lies moves a mid-size time by a few %).
         torch_backward: ATen's backward kernel taking ``(grad_output, result)``.
@@ -79,6 +80,7 @@ class Activation:
     reference: Callable[[torch.Tensor], torch.Tensor]
     backward_reference: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
     torch_forward: Callable[[torch.Tensor], torch.Tensor]
+    torch_inplace: Callable[[torch.Tensor], torch.Tensor]
     torch_out: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
     torch_backward: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
     torch_input_backward: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -105,6 +107,7 @@ ACTIVATIONS = {
             selu_reference,
             selu_backward_reference,
             torch.selu,
+            torch.selu_,
             lambda x, out: torch.ops.aten.elu.out(x, SELU_ALPHA, SELU_SCALE, 1.0, out=out),
             lambda g, r: torch.ops.aten.elu_backward(g, SELU_ALPHA, SELU_SCALE, 1.0, True, r),
             lambda g, x: torch.ops.aten.elu_backward(g, SELU_ALPHA, SELU_SCALE, 1.0, False, x),
@@ -122,6 +125,7 @@ ACTIVATIONS = {
             relu_reference,
             relu_backward_reference,
             torch.relu,
+            torch.relu_,
             lambda x, out: torch.clamp_min(x, 0, out=out),
             lambda g, r: torch.ops.aten.threshold_backward(g, r, 0),
             lambda g, x: torch.ops.aten.threshold_backward(g, x, 0),

@@ -42,7 +42,7 @@ def test_cuda_kernels_were_built():
 
 
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.bool, torch.complex64, torch.float8_e4m3fn])
-@pytest.mark.parametrize("op", ["selu", "relu", "selu_", "relu_"])
+@pytest.mark.parametrize("op", [*ACTIVATIONS, *(f"{name}_" for name in ACTIVATIONS)])
 def test_bad_dtype_names_it(device, op, dtype):
     x = torch.ones(3, device=device).to(dtype)
     with pytest.raises(TypeError, match=f"act.{op.rstrip('_')}: expected x of dtype .* but got"):
@@ -86,7 +86,7 @@ def test_bad_backward_args(device, op):
         backward(torch.ones(4, device=device, dtype=torch.int32), r.int())
 
 
-@pytest.mark.parametrize("op", ["selu_", "relu_"])
+@pytest.mark.parametrize("op", [f"{name}_" for name in ACTIVATIONS])
 def test_inplace_on_overlapping_memory_raises_and_leaves_it(device, op):
     base = random_data((1, 5), torch.float32, device)
     before = base.clone()

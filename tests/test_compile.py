@@ -6,6 +6,7 @@ from conftest import random_data, requires_cuda
 from torch import nn
 
 import activations_ext
+from activations_ext.catalog import ACTIVATIONS
 
 
 def model_fn(x: torch.Tensor) -> torch.Tensor:
@@ -74,7 +75,7 @@ def test_compile_out_variant(device):
         torch.testing.assert_close(compiled(x), fn(x))
 
 
-@pytest.mark.parametrize("op", ["selu_", "relu_"])
+@pytest.mark.parametrize("op", [f"{name}_" for name in ACTIVATIONS])
 def test_functionalize_inplace(device, op):
     def fn(x):
         y = x.clone()

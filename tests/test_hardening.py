@@ -46,9 +46,9 @@ def test_selu_float32_within_2_ulp(device):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_half_types_within_one_rounding_of_float32(device, dtype):
     x = whole_range_inputs().to(dtype).unique().to(device)
-    for op, ref in (("selu", selu_ref), ("relu", lambda t: t.double().clamp_min(0))):
+    for op, a in ACTIVATIONS.items():
         ours = getattr(torch.ops.act, op)(x).cpu()
-        float32_result = ref(x.cpu().float()).float()
+        float32_result = a.reference(x.cpu().float()).float()
         error = ulp_error(ours, float32_result.double(), dtype)
         assert error.max() <= 1.0, f"{op}: {error.max():.2f} ulp from the float32 result"
 
