@@ -54,19 +54,26 @@ _check_catalog_describes(_C.activations())
 from activations_ext import _fake  # noqa: E402, F401  (imported for its registrations)
 
 _register_sharding_rules()
-from activations_ext import init  # noqa: E402
+from activations_ext import (  # noqa: E402
+    functional,
+    init,  # noqa: E402
+    modules,
+)
 from activations_ext._inductor import inductor_fusion_enabled, set_inductor_fusion  # noqa: E402
-from activations_ext.functional import relu, selu, selu_alpha_dropout  # noqa: E402
-from activations_ext.modules import SELU, ReLU, SELUAlphaDropout  # noqa: E402
+from activations_ext.functional import selu_alpha_dropout  # noqa: E402
+from activations_ext.modules import SELUAlphaDropout  # noqa: E402
+
+# Each catalog activation's functional form (selu, relu, ...) and module (SELU, ReLU, ...).
+for _activation in catalog.ACTIVATIONS.values():
+    globals()[_activation.name] = getattr(functional, _activation.name)
+    globals()[_activation.module_name] = getattr(modules, _activation.module_name)
 
 __all__ = [
-    "SELU",
-    "ReLU",
+    *catalog.ACTIVATIONS,
+    *(activation.module_name for activation in catalog.ACTIVATIONS.values()),
     "SELUAlphaDropout",
     "inductor_fusion_enabled",
     "init",
-    "relu",
-    "selu",
     "selu_alpha_dropout",
     "set_inductor_fusion",
 ]

@@ -57,7 +57,9 @@ class Activation:
     """One elementwise activation: its float64 math and torch's own implementation of it.
 
     Attributes:
-        name: the op's name in ``torch.ops.act`` (and ``ACT_ACTIVATIONS``).
+        name: the op's name in ``torch.ops.act`` (and ``ACT_ACTIVATIONS``), and of its functional drop-in.
+        module_name: the name of its ``nn.Module`` drop-in.
+        summary: what it computes, in a line: the first line of its functional form's and module's docstrings.
         reference: the forward in float64.
         backward_reference: ``name_backward(grad, result)`` in float64.
         input_backward_reference: ``name_backward(grad, x, is_result=False)`` in float64.
@@ -77,6 +79,8 @@ class Activation:
     """
 
     name: str
+    module_name: str
+    summary: str
     reference: Callable[[torch.Tensor], torch.Tensor]
     backward_reference: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
     torch_forward: Callable[[torch.Tensor], torch.Tensor]
@@ -104,6 +108,8 @@ ACTIVATIONS = {
     for a in (
         Activation(
             "selu",
+            "SELU",
+            "SELU, ``scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))`` with torch's alpha and scale.",
             selu_reference,
             selu_backward_reference,
             torch.selu,
@@ -122,6 +128,8 @@ ACTIVATIONS = {
         ),
         Activation(
             "relu",
+            "ReLU",
+            "ReLU, ``max(0, x)``, passing NaN through as ``torch.relu`` does.",
             relu_reference,
             relu_backward_reference,
             torch.relu,

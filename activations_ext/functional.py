@@ -1,9 +1,11 @@
-"""Functional API: drop-ins for ``torch.nn.functional.selu`` and ``torch.nn.functional.relu``, with their
-signatures (``input``, ``inplace``)."""
+"""Functional API: a drop-in for each activation's ``torch.nn.functional`` counterpart, with its signature
+(``input``, ``inplace``), made from the catalog; and ``selu_alpha_dropout``."""
 
 from collections.abc import Callable
 
 import torch
+
+from activations_ext.catalog import ACTIVATIONS
 
 
 def _check_input(name: str, input: object) -> None:  # noqa: A002  (torch.nn.functional's name)
@@ -38,10 +40,9 @@ def _elementwise(name: str, summary: str) -> Callable[[torch.Tensor, bool], torc
     return activation
 
 
-selu = _elementwise(
-    "selu", "SELU, ``scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))`` with torch's alpha and scale."
-)
-relu = _elementwise("relu", "ReLU, ``max(0, x)``, passing NaN through as ``torch.relu`` does.")
+# One functional drop-in per activation of the catalog: activations_ext.selu, activations_ext.relu, ...
+for _name, _activation in ACTIVATIONS.items():
+    globals()[_name] = _elementwise(_name, _activation.summary)
 
 
 def selu_alpha_dropout(

@@ -1,12 +1,14 @@
-"""``nn.Module`` drop-ins for ``torch.nn.SELU`` and ``torch.nn.ReLU``, and for ``torch.nn.SELU`` followed by
-``torch.nn.AlphaDropout``."""
+"""``nn.Module`` drop-ins: one for each activation's ``torch.nn`` counterpart, made from the catalog, and one for
+``torch.nn.SELU`` followed by ``torch.nn.AlphaDropout``."""
 
 from collections.abc import Callable
 
 import torch
 from torch import nn
 
-from activations_ext.functional import relu, selu, selu_alpha_dropout
+from activations_ext import functional
+from activations_ext.catalog import ACTIVATIONS, Activation
+from activations_ext.functional import selu_alpha_dropout
 
 
 class _Activation(nn.Module):
@@ -27,24 +29,22 @@ class _Activation(nn.Module):
         return "inplace=True" if self.inplace else ""
 
 
-class SELU(_Activation):
-    """Applies :func:`activations_ext.selu` elementwise, like ``torch.nn.SELU``.
+def _module(activation: Activation) -> type[_Activation]:
+    """The ``nn.Module`` drop-in of a catalog activation, named as torch.nn names its own."""
+    doc = f"""{activation.summary}
+
+    Applies :func:`activations_ext.{activation.name}` elementwise, like ``torch.nn.{activation.module_name}``.
 
     Args:
         inplace: overwrite the input with the result.
     """
+    namespace = {"function": staticmethod(getattr(functional, activation.name)), "__doc__": doc}
+    return type(activation.module_name, (_Activation,), {"__module__": __name__, **namespace})
 
-    function = staticmethod(selu)
 
-
-class ReLU(_Activation):
-    """Applies :func:`activations_ext.relu` elementwise, like ``torch.nn.ReLU``.
-
-    Args:
-        inplace: overwrite the input with the result.
-    """
-
-    function = staticmethod(relu)
+# One module per activation of the catalog: activations_ext.SELU, activations_ext.ReLU, ...
+for _activation in ACTIVATIONS.values():
+    globals()[_activation.module_name] = _module(_activation)
 
 
 class SELUAlphaDropout(nn.Module):

@@ -14,7 +14,8 @@ from activations_ext.catalog import ACTIVATIONS
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_modules_are_drop_ins(device, dtype):
     x = random_data((6, 9), dtype, device)
-    for ours, theirs in ((activations_ext.SELU, nn.SELU), (activations_ext.ReLU, nn.ReLU)):
+    for a in ACTIVATIONS.values():
+        ours, theirs = getattr(activations_ext, a.module_name), getattr(nn, a.module_name)
         assert repr(ours()) == repr(theirs()) and repr(ours(inplace=True)) == repr(theirs(inplace=True))
         torch.testing.assert_close(ours()(x), theirs()(x))
         y = x.clone()
@@ -23,17 +24,17 @@ def test_modules_are_drop_ins(device, dtype):
 
 
 def test_public_api():
-    assert set(activations_ext.__all__) == {
-        "SELU",
-        "ReLU",
+    drop_ins = {name for a in ACTIVATIONS.values() for name in (a.name, a.module_name)}
+    assert drop_ins >= {"selu", "relu", "SELU", "ReLU"}
+    assert set(activations_ext.__all__) == drop_ins | {
         "SELUAlphaDropout",
         "init",
-        "relu",
-        "selu",
         "selu_alpha_dropout",
         "set_inductor_fusion",
         "inductor_fusion_enabled",
     }
+    for name in activations_ext.__all__:
+        assert getattr(activations_ext, name).__doc__, name
 
 
 @pytest.mark.skipif(os.environ.get("ACT_EXPECT_CUDA_BUILD") != "1", reason="only where the CUDA build is expected")

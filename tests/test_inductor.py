@@ -11,6 +11,7 @@ from torch._inductor.utils import run_and_get_code
 
 import activations_ext
 from activations_ext import _inductor, decompositions
+from activations_ext.catalog import ACTIVATIONS
 from activations_ext.numerics import (
     eager_backward,
     eager_forward,
@@ -124,10 +125,11 @@ def test_compiled_ops_equal_eager(device, dtype):
 
     eager = (*eager_forward(x), *other_forms(x))
     compiled = (*forward(x), *torch.compile(other_forms, fullgraph=True, dynamic=False)(x))
-    eager_grads = (*eager_backward(grad, *eager[:2]), *eager_input_backward(grad, x))
-    compiled_grads = (*backward(grad, *eager[:2]), *input_backward(grad, x))
-    names = ["selu", "relu", "selu_", "relu.out", "selu strided", "relu strided", "selu_backward", "relu_backward"]
-    names += ["selu_backward(x)", "relu_backward(x)"]
+    results = eager[: len(ACTIVATIONS)]
+    eager_grads = (*eager_backward(grad, *results), *eager_input_backward(grad, x))
+    compiled_grads = (*backward(grad, *results), *input_backward(grad, x))
+    names = [*ACTIVATIONS, "selu_", "relu.out", "selu strided", "relu strided"]
+    names += [f"{name}_backward{form}" for form in ("", "(x)") for name in ACTIVATIONS]
     for name, ours, theirs in zip(names, (*compiled, *compiled_grads), (*eager, *eager_grads), strict=True):
         assert ours.dtype == theirs.dtype and ours.stride() == theirs.stride(), name
         if name.startswith("selu") and name != "selu_backward" and not selu_bitwise(device, dtype):
@@ -143,13 +145,15 @@ def test_decompositions_equal_the_cpu_kernels_run_eagerly():
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         x = whole_range_inputs().to(dtype).unique()
         grad = random_data(x.shape, dtype, "cpu", seed=5)
-        selu, relu = eager_forward(x)
-        assert same_bits(decompositions.selu(x), selu).all()
-        assert same_bits(decompositions.relu(x), relu).all()
-        assert same_bits(decompositions.selu_backward(grad, selu), torch.ops.act.selu_backward(grad, selu)).all()
-        assert same_bits(decompositions.relu_backward(grad, relu), torch.ops.act.relu_backward(grad, relu)).all()
-        from_input = torch.ops.act.selu_backward(grad, x, is_result=False)
-        assert same_bits(decompositions.selu_backward(grad, x, is_result=False), from_input).all()
+        for op, decomposition in decompositions.DECOMPOSITIONS.items():
+            name = op.name().removeprefix("act::")
+            if name.endswith("_backward"):  # from the result, and from the input
+                result = getattr(torch.ops.act, name.removesuffix("_backward"))(x)
+                calls = [((grad, result), {}), ((grad, x), {"is_result": False})]
+            else:
+                calls = [((x,), {})]
+            for args, kwargs in calls:
+                assert same_bits(decomposition(*args, **kwargs), op(*args, **kwargs)).all(), (name, dtype, kwargs)
     assert decompositions.selu(torch.ones(3, dtype=torch.float64)) is NotImplemented  # libm's expm1: stays a call
     ones = torch.ones(3, dtype=torch.float64)  # libm's exp: stays a call
     assert decompositions.selu_backward(ones, ones, is_result=False) is NotImplemented
