@@ -50,31 +50,17 @@ struct alignas(sizeof(T) * N) Pack {
 #ifndef ACT_RANDOM_ISSUE_BOUND_BYTES
 #define ACT_RANDOM_ISSUE_BOUND_BYTES 16
 #endif
+// The launch rules, each with its evidence: docs/design/launch-plan.md ("The launch shape").
 constexpr int kThreads = ACT_THREADS;
-// Each thread takes at least this many elements, at every size: one 16-byte pack of float or of a
-// 16-bit type, two of double, four single elements of a strided view (torch's own shape). More packs a
-// thread (once 4 from 2^22 packs, a fit to the H100) left large float and bfloat16 tensors at 96-98% of
-// a copy on the H200, and mid-size ones up to 10% behind on both chips: more threads, not more bytes
-// in flight per thread, fill the GPU.
+// Elements a thread takes at every size: a 16-byte pack of float or a 16-bit type, two of double, four
+// single elements of a strided view. More threads, not more bytes in flight per thread, fill the GPU.
 constexpr int kElements = ACT_ELEMENTS;
-// The exception: a dense view that one full wave (every thread the GPU holds) would not take at
-// kElements a thread but takes at 2 or 4 times as many (up to kOneWaveUnroll packs) gets the fewest that
-// do, where that kernel's registers admit every thread: all of the view is requested at once, and no
-// block waits for another to retire. So ReLU and SELU at 2^22 float32 elements read 105-108% of a copy on
-// an H100 (101-102% on an H200) against 97-100% at one pack a thread over four waves, and at 2^21 2 packs
-// a thread read 100-101% on both against 98-100%. Half a wave was behind a full one (SELU at 2^21: 94-97%
-// at 4 packs, 100-101% at 2), and so was a kernel whose registers leave fewer threads resident (bfloat16
-// SELU at 2^22: 56 registers at 4 packs, 97-99% against 100% at one). docs/benchmarks/probe_wave_*.txt.
+// A dense view that one full wave would take at 2 or 4 times kElements (up to this many packs) gets the
+// fewest that do, where the kernel's registers admit every thread: no block waits for another to retire.
 constexpr int kOneWaveUnroll = ACT_ONE_WAVE_UNROLL;
-// A random op computes a Philox block and its functor per pack, about 200 instructions for a 16-bit
-// pack: at 4 warp instructions a cycle an SM then keeps up with at most about 20 bytes of DRAM traffic
-// a cycle. Where DRAM moves fewer than kRandomIssueBoundBytes bytes per SM cycle (H100: 12.8), the op
-// is bound by memory, and 4 packs a thread from 2^22 packs keep the most bytes in flight (one pack a
-// thread, ahead below, fell to 90% of a copy for float32 above). Where DRAM is faster (H200: 18.4) the
-// op is bound by issue, and kElements a thread over a grid of at most kRandomWaves waves of resident
-// blocks, the fewest instructions a pack, was ahead at every size from 2^24 elements: 80-87% of a copy
-// against 76-79% for 4 packs a thread and 67-76% for an uncapped grid
-// (docs/benchmarks/probe_alpha_dropout_*).
+// The random op: where DRAM moves fewer than kRandomIssueBoundBytes per SM cycle it is bound by memory and
+// takes kRandomUnroll packs a thread from kRandomUnrollPacks packs; elsewhere it is bound by issue and
+// takes kElements a thread over at most kRandomWaves waves of resident blocks.
 constexpr int kRandomUnroll = ACT_RANDOM_UNROLL;
 constexpr int64_t kRandomUnrollPacks = int64_t(1) << ACT_RANDOM_UNROLL_PACKS_LOG2;
 constexpr int kRandomWaves = ACT_RANDOM_WAVES;
