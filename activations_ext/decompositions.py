@@ -70,10 +70,21 @@ def _expm1_double_arithmetic(x: torch.Tensor) -> torch.Tensor:
     return torch.where(two_k == 1, p, two_k * p + (two_k - 1)).float()
 
 
-def _exp_double_arithmetic(x: torch.Tensor) -> torch.Tensor:
-    """The CPU kernel's exp for float x <= 0 (``exp_nonpositive_host``), rounded to float."""
-    two_k, p = _reduce_exp_double_arithmetic(x)
-    return (two_k * (1 + p)).float()
+def _exp_float_arithmetic(x: torch.Tensor) -> torch.Tensor:
+    """The CPU kernel's exp for float x <= 0 (``exp_nonpositive_host``), step for step in float32: x = k ln2 + r,
+    1 + (r + r^2 (...)) by the Taylor series to r^7, times 2^k in two exact steps."""
+    round_shift = float.fromhex("0x1.8p23")
+    x = torch.where(x > 0, 0.0, torch.where(x < -104.0, -104.0, x))
+    k = (x * float.fromhex("0x1.715476p+0") + round_shift) - round_shift
+    r = (x - k * float.fromhex("0x1.62e4p-1")) - k * float.fromhex("0x1.7f7d1cp-20")
+    u = torch.full_like(r, _to_float32(1 / 5040))
+    for n in range(6, 1, -1):  # Horner: 1/2! + r * (1/3! + ... + r * (1/7!))
+        u = _to_float32(1 / math.factorial(n)) + r * u
+    p = 1.0 + (r + r * r * u)
+    k_normal = torch.where(k < -100.0, -100.0, k)
+    two_k_normal = ((k_normal.to(torch.int32) + 127) << 23).view(torch.float32)
+    two_k_rest = (((k - k_normal).to(torch.int32) + 127) << 23).view(torch.float32)
+    return p * two_k_normal * two_k_rest
 
 
 def _float64_bits(value: float) -> int:
@@ -103,7 +114,7 @@ def _exp_nonpositive(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None
             return torch.where(t < -126.0, torch.exp2(t + 64.0) * 2.0**-64, torch.exp2(t))
         return torch.exp(x)  # libdevice's exp against CUDA's: within the ulp bounds, not always the same bits
     if x.device.type == "cpu" and dtype != torch.float64:
-        return _exp_double_arithmetic(x)
+        return _exp_float_arithmetic(x)
     return None  # float64 on the CPU calls libm's exp
 
 
