@@ -48,26 +48,21 @@ def _expm1_libdevice_float32(x: torch.Tensor) -> torch.Tensor:
     return torch.where(x > -_FLOAT32_EXPM1_IS_X, x, torch.expm1(x))
 
 
-def _reduce_exp_double_arithmetic(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The CPU kernel's exp(x) = 2^k (1 + expm1(r)) for float x <= 0 (``reduce_exp_nonpositive`` in
-    kernels/activations.h), step for step, in float64: (2^k, expm1(r)), expm1(r) by its Taylor series to r^11,
-    2^k from k's bits."""
+def _expm1_double_arithmetic(x: torch.Tensor) -> torch.Tensor:
+    """The CPU kernel's expm1 for float x <= 0 (``expm1_nonpositive_host`` in kernels/activations.h), step
+    for step: x = k ln2 + r, expm1(r) by its Taylor series to r^11 in double, 2^k from k's bits."""
     round_shift = float.fromhex("0x1.8p52")  # adding it rounds to an integer, kept in the low bits
-    xd = torch.where(x > 0, 0.0, torch.where(x < -110.0, -110.0, x.double()))
+    xd = torch.where(x > 0, 0.0, torch.where(x < -100.0, -100.0, x.double()))
     shifted = xd * float.fromhex("0x1.71547652b82fep0") + round_shift
     k = shifted - round_shift
     r = (xd - k * float.fromhex("0x1.62e42feep-1")) - k * float.fromhex("0x1.a39ef35793c76p-33")
     u = torch.full_like(r, 1 / math.factorial(11))
     for n in range(10, 0, -1):  # Horner: r * (1 + r * (1/2! + r * (1/3! + ... + r * (1/11!))))
         u = 1 / math.factorial(n) + r * u
+    p = r * u
     k_bits = shifted.view(torch.int64) - _float64_bits(round_shift)  # k, two's complement
-    return ((k_bits + 1023) << 52).view(torch.float64), r * u
-
-
-def _expm1_double_arithmetic(x: torch.Tensor) -> torch.Tensor:
-    """The CPU kernel's expm1 for float x <= 0 (``expm1_nonpositive_host``), rounded to float."""
-    two_k, p = _reduce_exp_double_arithmetic(x)
-    return torch.where(two_k == 1, p, two_k * p + (two_k - 1)).float()
+    two_k = ((k_bits + 1023) << 52).view(torch.float64)
+    return torch.where(k == 0, p, two_k * p + (two_k - 1)).float()
 
 
 def _exp_float_arithmetic(x: torch.Tensor) -> torch.Tensor:

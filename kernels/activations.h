@@ -43,16 +43,13 @@ inline To bits_as(const From& from) {
   return to;
 }
 
-// exp(x) = 2^k (1 + expm1(r)) for float x <= 0 on the CPU, in double arithmetic the compiler vectorizes (a
-// call to expm1f or expf keeps the whole loop scalar): x = k ln2 + r with |r| <= ln2 / 2, expm1(r) by its
-// Taylor series to r^11 (relative error < 1e-12). Positive x is clamped to 0 (the callers discard that
-// branch), x < -110 to -110 (expm1 is -1 and exp rounds to 0 either way); NaN passes.
-struct ReducedExp {
-  double two_k, expm1_r;
-};
-
-inline ReducedExp reduce_exp_nonpositive(float x_in) {
-  const double x = x_in > 0.f ? 0.0 : x_in < -110.f ? -110.0 : double(x_in);
+// expm1(x) for float x <= 0 on the CPU, in double arithmetic the compiler vectorizes (a call to
+// expm1f keeps the whole loop scalar): x = k ln2 + r with |r| <= ln2 / 2, expm1(r) by its Taylor
+// series to r^11 (relative error < 1e-12), and expm1(x) = 2^k expm1(r) + (2^k - 1). Rounded to
+// float that is expm1f's correctly rounded value, barring near-ties. Positive x is clamped to 0
+// (SELU discards that branch), x < -100 to -100 (the result is -1 either way); NaN passes.
+inline float expm1_nonpositive_host(float x_in) {
+  const double x = x_in > 0.f ? 0.0 : x_in < -100.f ? -100.0 : double(x_in);
   constexpr double kRound = 0x1.8p52;  // adding it rounds to an integer, kept in the low bits
   constexpr double kLn2Hi = 0x1.62e42feep-1;  // k * kLn2Hi is exact for |k| < 2^11
   constexpr double kLn2Lo = 0x1.a39ef35793c76p-33;
@@ -64,19 +61,14 @@ inline ReducedExp reduce_exp_nonpositive(float x_in) {
       r * (1 + r * (1. / 2 + r * (1. / 6 + r * (1. / 24 + r * (1. / 120 + r * (1. / 720 + r * (1. / 5040 +
       r * (1. / 40320 + r * (1. / 362880 + r * (1. / 3628800 + r * (1. / 39916800)))))))))));
   const uint64_t k_bits = bits_as<uint64_t>(shifted) - bits_as<uint64_t>(kRound);  // k, two's complement
-  return {bits_as<double>((k_bits + 1023) << 52), p};
-}
-
-// expm1(x) = 2^k expm1(r) + (2^k - 1), rounded to float: expm1f's correctly rounded value, barring near-ties.
-inline float expm1_nonpositive_host(float x) {
-  const ReducedExp e = reduce_exp_nonpositive(x);
-  return static_cast<float>(e.two_k == 1 ? e.expm1_r : e.two_k * e.expm1_r + (e.two_k - 1));
+  const double two_k = bits_as<double>((k_bits + 1023) << 52);
+  return static_cast<float>(k == 0 ? p : two_k * p + (two_k - 1));
 }
 
 // exp(x) for float x <= 0 on the CPU, in float arithmetic (twice the lanes of double; no cancellation to guard
 // against, unlike expm1): x = k ln2 + r, exp(r) by its Taylor series to r^7 (relative error < 6e-9), then
-// times 2^k in two exact steps, so that a subnormal result is rounded once. Clamped as above at -104, below
-// which exp rounds to 0.
+// times 2^k in two exact steps, so that a subnormal result is rounded once. x is clamped to [-104, 0]: below
+// -104 exp rounds to 0, and positive x takes the other branch.
 inline float exp_nonpositive_host(float x_in) {
   const float x = x_in > 0.f ? 0.f : x_in < -104.f ? -104.f : x_in;
   constexpr float kRound = 0x1.8p23f;  // adding it rounds to an integer
@@ -184,7 +176,7 @@ struct SeluBackward {
 };
 
 // exp(x) for x <= 0: on the GPU for 16-bit results the hardware exp2, as in expm1_nonpositive; on the CPU
-// for float in double arithmetic (a call to expf keeps the loop scalar).
+// for float in float arithmetic that vectorizes (a call to expf keeps the loop scalar).
 template <typename scalar_t, typename acc_t>
 C10_HOST_DEVICE inline acc_t exp_nonpositive(acc_t x) {
 #ifdef __CUDA_ARCH__
