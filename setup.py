@@ -98,11 +98,7 @@ def extension() -> cpp_extension.CppExtension:
         [*sources, "kernels/cuda_generator.cpp", *sorted(glob.glob("kernels/*.cu"))],
         define_macros=[("ACT_WITH_CUDA", None)],
         extra_link_args=link_flags,
-        # ACT_NVCC_FLAGS: extra nvcc flags, e.g. the launch-shape macros benchmarks/tune_launch.py sweeps.
-        extra_compile_args={
-            "cxx": cxx_flags,
-            "nvcc": ["-O3", "-lineinfo", *os.environ.get("ACT_NVCC_FLAGS", "").split()],
-        },
+        extra_compile_args={"cxx": cxx_flags, "nvcc": ["-O3", "-lineinfo"]},
         py_limited_api=True,
     )
 

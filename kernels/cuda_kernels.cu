@@ -9,7 +9,7 @@ template <template <typename> class F>
 void cuda_elementwise(c10::ScalarType dtype, int device, const StridedView& view, const ArgsOf<F>& args) {
   const runtime::DeviceGuard device_guard(device);
   const cudaStream_t stream = runtime::current_stream(device);
-  const runtime::DeviceLimits gpu = runtime::device_limits(device);
+  const DeviceLimits gpu = runtime::device_limits(device);
   dispatch_floating(dtype, [&](auto type) {
     using scalar_t = decltype(type);
     strided_elementwise<scalar_t>(make_functor<F, scalar_t>(args), view, gpu, stream);

@@ -40,6 +40,7 @@ void make_view(const Tensor& out, const Tensor* inputs, size_t n_inputs, Strided
   for (int64_t i = 1; i < n_dims; ++i) {
     for (int64_t j = i; j > 0 && inner_than(dims[j], dims[j - 1]); --j) std::swap(dims[j], dims[j - 1]);
   }
+  view.operands = n_operands;
   view.ndim = 0;
   for (int64_t i = 0; i < n_dims; ++i) {
     const int64_t d = dims[i];

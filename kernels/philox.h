@@ -8,6 +8,13 @@
 
 #include <stdint.h>
 
+// nvcc unrolls these loops for the GPU; host compilers know no `#pragma unroll` and choose for themselves.
+#ifdef __CUDA_ARCH__
+#define ACT_UNROLL _Pragma("unroll")
+#else
+#define ACT_UNROLL
+#endif
+
 namespace act {
 
 // One call's stream of random words, Bits (32 or 16) bits each: the 128 bits of the Philox block at
@@ -37,13 +44,13 @@ struct PhiloxStream {
     const uint64_t base = offset / 4;
     uint32_t c[4] = {uint32_t(base), uint32_t(base >> 32), uint32_t(j), uint32_t(j >> 32)};
     uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
-#pragma unroll
+ACT_UNROLL
     for (int round = 0; round < 10; ++round) {
       uint32_t hi0, hi1;
       const uint32_t lo0 = mulhilo(0xD2511F53u, c[0], hi0);
       const uint32_t lo1 = mulhilo(0xCD9E8D57u, c[2], hi1);
       const uint32_t next[4] = {hi1 ^ c[1] ^ k0, lo1, hi0 ^ c[3] ^ k1, lo0};
-#pragma unroll
+ACT_UNROLL
       for (int w = 0; w < 4; ++w) c[w] = next[w];
       k0 += 0x9E3779B9u;
       k1 += 0xBB67AE85u;
@@ -74,7 +81,7 @@ struct PhiloxStream {
     static_assert(kPerBlock % N == 0, "a pack's words lie in one block");
     const Block b = block(i / kPerBlock);
 #ifdef __CUDA_ARCH__  // the host compiler warns that it ignores the pragma
-#pragma unroll
+ACT_UNROLL
 #endif
     for (int n = 0; n < N; ++n) w[n] = extract<Bits>(b, N < kPerBlock ? uint32_t(i % kPerBlock) + n : n);
   }

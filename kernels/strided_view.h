@@ -23,6 +23,7 @@ constexpr int kMaxDims = 64;
 // elements from data[k]. Dimensions run innermost first; sizes are all > 1 except in a view of
 // one element, which has one dimension of size 1.
 struct StridedView {
+  int operands = 0;
   int ndim = 0;
   int64_t sizes[kMaxDims];
   int64_t strides[kMaxOperands][kMaxDims];

@@ -15,6 +15,8 @@
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+
+#include "launch_plan.h"
 #endif
 
 namespace act::runtime {
@@ -43,16 +45,6 @@ inline cudaStream_t current_stream(int device) {
 // Raises the launch's error, if any, as torch's own kernels do.
 inline void check_launch() { C10_CUDA_KERNEL_LAUNCH_CHECK(); }
 
-// What a launch shape depends on: the GPU's device index and SMs, the threads that fit on it at once,
-// and the peak bytes its DRAM moves per clock cycle of one SM (two transfers a memory clock over the
-// bus, spread over the SMs).
-struct DeviceLimits {
-  int device = 0;
-  int64_t sms = 0;
-  int64_t resident_threads = 0;
-  double dram_bytes_per_sm_cycle = 0;
-};
-
 // An attribute that cannot be read counts as 0, which selects the shapes of a GPU bound by memory: the
 // shape is a matter of speed, and the device was checked before any launch asks.
 inline int device_attribute(cudaDeviceAttr attribute, int device) {
@@ -77,6 +69,8 @@ auto once_per_device(int device, const Read& read) {
   return values[device];
 }
 
+// The GPU's limits: its SMs, the threads that fit on it at once, and the peak bytes its DRAM moves per
+// clock cycle of one SM (two transfers a memory clock over the bus, spread over the SMs).
 inline DeviceLimits device_limits(int device) {
   return once_per_device(device, [](int d) {
     const int64_t sms = device_attribute(cudaDevAttrMultiProcessorCount, d);

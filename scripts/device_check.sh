@@ -1,23 +1,19 @@
 #!/usr/bin/env bash
 # Build, test and benchmark on a GPU machine; full logs go to $OUT (default: device-logs/).
-# Usage: bash scripts/device_check.sh [all|test|sanitize|bench|fusion|snn|probe] [arguments: pytest's for test
-#        (default: tests), probe_launch.py's for probe]
+# Usage: bash scripts/device_check.sh [all|test|sanitize|bench|fusion|snn] [pytest's arguments for test (default:
+#        tests)]
 #   test:     build, SASS check, the whole test suite (without arguments: its >25-dimension tests first, alone,
 #             under a time limit)
 #   sanitize: compute-sanitizer memcheck, racecheck and initcheck over scripts/sanitizer_cases.py
 #   bench:    the main job, the benchmark (mid sizes, large sizes, the strided and chunk layouts)
 #   fusion:   the torch.compile fusion benchmark
 #   snn:      the fused SELU + AlphaDropout benchmark rows (and memory), and the SNN example on the GPU
-#   probe:    benchmarks/probe_launch.py's sweep of launch shapes (one build of its own), then ncu
-#             on our kernel and torch's at 2^20 elements (occupancy, waves, DRAM throughput); no package build. Arguments
-#             after the stage go to probe_launch.py (e.g. --cases selu_alpha_dropout:bfloat16 --sizes 22 24 26 28
-#             --threads 128), and leave ncu out
-#   all:      all but probe (longer than one 10-minute device call: run the stages as calls on a warm machine)
+#   all:      every stage (longer than one 10-minute device call: run the stages as calls on a warm machine)
 # The build is skipped when the extension is newer than every source it is built from.
 set -uo pipefail
 stage=${1:-all}
 [ $# -gt 0 ] && shift
-case "$stage" in all|test|sanitize|bench|fusion|snn|probe) ;; *) echo "unknown stage: $stage (all, test, sanitize, bench, fusion, snn or probe)"; exit 2 ;; esac
+case "$stage" in all|test|sanitize|bench|fusion|snn) ;; *) echo "unknown stage: $stage (all, test, sanitize, bench, fusion or snn)"; exit 2 ;; esac
 OUT=${OUT:-device-logs}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 export PYTHONUNBUFFERED=1 ACT_EXPECT_CUDA_BUILD=1
@@ -109,22 +105,7 @@ snn_stage() {
     python3 examples/snn.py --device cuda --check 2>&1 | tail -30
 }
 
-probe_stage() {
-    echo "== launch shapes (benchmarks/probe_launch.py $*)"
-    python3 benchmarks/probe_launch.py --json "$OUT/probe.json" "$@" 2>&1 | tee "$OUT/probe.txt" | cut -c1-400
-    status=${PIPESTATUS[0]}
-    [ $# -gt 0 ] && return "$status"
-    echo "== ncu at 2^20 elements: our kernel and torch's"
-    timeout 240 ncu --clock-control none --kernel-name regex:"strided_activation_kernel|vectorized_elementwise" --section SpeedOfLight \
-        --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
-        python3 benchmarks/probe_launch.py --ncu > "$OUT/ncu_mid.txt" 2>&1
-    ncu_status=$?
-    echo "exit $ncu_status | $(grep -cE "strided_activation_kernel|vectorized_elementwise" "$OUT/ncu_mid.txt") kernel lines"
-    [ "$status" -eq 0 ] && [ "$ncu_status" -eq 0 ]
-}
-
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
-[ "$stage" = probe ] && { probe_stage "$@"; exit $?; }
 build
 case "$stage" in
     test) test_stage "$@" ;;
