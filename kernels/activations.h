@@ -357,14 +357,30 @@ F<scalar_t> make_functor(const ArgsOf<F>& args) {
   }
 }
 
-// The elementwise activations, each once: its name, its functors, and what its out-of-place form saves
-// for the backward (`saves_input`: the input, else the result). `Backward` takes the gradient from the
-// result; an activation whose out-of-place gradient needs the input has an `InputBackward` too.
-// ACT_ACTIVATIONS lists them; ops.cpp defines and registers `selu`, `selu_`, `selu.out` and
-// `selu_backward` (and likewise for every entry) from this alone, autograd.cpp, functionalize.cpp and
-// batching.cpp follow the same list, and the backends compile every functor it names.
+// An activation's four ops, each spelled once as its schema: ops.cpp defines them, and every layer
+// registers and names them by the name a schema begins with (`schema_name`). They follow one pattern,
+// which ops.cpp checks at compile time: `name(`, `name_(`, `name.out(` and `name_backward(`.
+struct Schemas {
+  const char* forward;
+  const char* inplace;
+  const char* out;
+  const char* backward;
+};
+
+// The elementwise activations, each once: its name, its schemas, its functors, and what its
+// out-of-place form saves for the backward (`saves_input`: the input, else the result). `Backward`
+// takes the gradient from the result; an activation whose out-of-place gradient needs the input has an
+// `InputBackward` too. ACT_ACTIVATIONS lists them; ops.cpp, autograd.cpp, functionalize.cpp and
+// batching.cpp register every entry's ops from this alone, and the backends compile every functor it
+// names.
 struct Selu {
   static constexpr const char* name = "selu";
+  static constexpr Schemas schemas{
+      "selu(Tensor x) -> Tensor",
+      "selu_(Tensor(a!) x) -> Tensor(a!)",
+      "selu.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
+      "selu_backward(Tensor grad_output, Tensor self_or_result, *, bool is_result=True) -> Tensor",
+  };
   static constexpr bool saves_input = true;  // as torch.selu: from the result, 16-bit gradients cancel
   template <typename T>
   using Forward = SeluForward<T>;
@@ -376,6 +392,12 @@ struct Selu {
 
 struct Relu {
   static constexpr const char* name = "relu";
+  static constexpr Schemas schemas{
+      "relu(Tensor x) -> Tensor",
+      "relu_(Tensor(a!) x) -> Tensor(a!)",
+      "relu.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
+      "relu_backward(Tensor grad_output, Tensor self_or_result, *, bool is_result=True) -> Tensor",
+  };
   static constexpr bool saves_input = false;  // relu'(x) and relu'(relu(x)) agree everywhere, NaN included
   template <typename T>
   using Forward = ReluForward<T>;

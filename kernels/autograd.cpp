@@ -101,7 +101,7 @@ struct ForwardNode : Node {
     if (!grads[0].defined()) return {at::Tensor()};
     return {backward_op<Op>().call(grads[0], saved.unpack(this->getptr()), is_result)};
   }
-  std::string name() const override { return std::string("act::") + Op::name + "_backward"; }
+  std::string name() const override { return "act::" + schema_name(Op::schemas.backward); }
   void release_variables() override { saved.reset_data(); }
 };
 
@@ -122,7 +122,7 @@ struct BackwardNode : Node {
                                        : at::Tensor(),
     };
   }
-  std::string name() const override { return std::string("act::") + Op::name + "_backward_backward"; }
+  std::string name() const override { return "act::" + schema_name(Op::schemas.backward) + "_backward"; }
   void release_variables() override {
     grad_output.reset_data();
     saved.reset_data();
@@ -346,11 +346,10 @@ at::Tensor selu_alpha_dropout_backward_autograd(const at::Tensor& grad_output, c
 
 template <class Op>
 void register_autograd(torch::Library& m) {
-  const std::string name = Op::name;
-  m.impl(name.c_str(), &forward_autograd<Op>);
-  m.impl((name + "_").c_str(), &inplace_autograd<Op>);
-  m.impl((name + ".out").c_str(), &out_autograd<Op>);
-  m.impl((name + "_backward").c_str(), &backward_autograd<Op>);
+  m.impl(schema_name(Op::schemas.forward).c_str(), &forward_autograd<Op>);
+  m.impl(schema_name(Op::schemas.inplace).c_str(), &inplace_autograd<Op>);
+  m.impl(schema_name(Op::schemas.out).c_str(), &out_autograd<Op>);
+  m.impl(schema_name(Op::schemas.backward).c_str(), &backward_autograd<Op>);
 }
 
 }  // namespace

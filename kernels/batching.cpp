@@ -196,11 +196,10 @@ at::Tensor selu_alpha_dropout_backward_batched(const at::Tensor& grad_output, co
 
 template <class Op>
 void register_batching(torch::Library& m) {
-  const std::string name = Op::name;
-  m.impl(name.c_str(), &forward_batched<Op>);
-  m.impl((name + "_").c_str(), &inplace_batched<Op>);
-  m.impl((name + ".out").c_str(), &out_batched<Op>);
-  m.impl((name + "_backward").c_str(), &backward_batched<Op>);
+  m.impl(schema_name(Op::schemas.forward).c_str(), &forward_batched<Op>);
+  m.impl(schema_name(Op::schemas.inplace).c_str(), &inplace_batched<Op>);
+  m.impl(schema_name(Op::schemas.out).c_str(), &out_batched<Op>);
+  m.impl(schema_name(Op::schemas.backward).c_str(), &backward_batched<Op>);
 }
 
 }  // namespace

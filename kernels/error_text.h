@@ -11,6 +11,9 @@
 
 namespace act {
 
+// The name a schema begins with: "selu.out" for "selu.out(Tensor x, ...) -> ...".
+inline std::string schema_name(const char* schema) { return std::string(schema, std::strcspn(schema, "(")); }
+
 // "act.selu": how errors name an op (its in-place and out= forms go by the same name).
 inline std::string op_name(const char* name, const char* suffix = "") { return std::string("act.") + name + suffix; }
 

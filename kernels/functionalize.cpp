@@ -66,9 +66,8 @@ at::Tensor& out_functionalized(const at::Tensor& x, at::Tensor& out) {
 
 template <class Op>
 void register_functionalization(torch::Library& m) {
-  const std::string name = Op::name;
-  m.impl((name + "_").c_str(), &inplace_functionalized<Op>);
-  m.impl((name + ".out").c_str(), &out_functionalized<Op>);
+  m.impl(schema_name(Op::schemas.inplace).c_str(), &inplace_functionalized<Op>);
+  m.impl(schema_name(Op::schemas.out).c_str(), &out_functionalized<Op>);
 }
 
 }  // namespace

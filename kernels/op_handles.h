@@ -11,36 +11,44 @@
 #include <string>
 #include <tuple>
 
+#include "error_text.h"
+
 namespace act {
 
+// The op named `name` ("selu", "selu.out": an overload after the dot) in the act namespace.
 template <typename Signature>
-c10::TypedOperatorHandle<Signature> find_op(const std::string& name, const char* overload = "") {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(("act::" + name).c_str(), overload).typed<Signature>();
+c10::TypedOperatorHandle<Signature> find_op(const std::string& name) {
+  const size_t dot = name.find('.');
+  const std::string overload = dot == std::string::npos ? "" : name.substr(dot + 1);
+  return c10::Dispatcher::singleton()
+      .findSchemaOrThrow(("act::" + name.substr(0, dot)).c_str(), overload.c_str())
+      .typed<Signature>();
 }
 
-// The ops of an activation `Op` (activations.h): Op::name, its in-place and out= forms, and its backward.
+// The ops of an activation `Op` (activations.h), by its schemas: the forward, its in-place and out= forms,
+// and its backward.
 template <class Op>
 const auto& forward_op() {
-  static const auto op = find_op<at::Tensor(const at::Tensor&)>(Op::name);
+  static const auto op = find_op<at::Tensor(const at::Tensor&)>(schema_name(Op::schemas.forward));
   return op;
 }
 
 template <class Op>
 const auto& inplace_op() {
-  static const auto op = find_op<at::Tensor&(at::Tensor&)>(std::string(Op::name) + "_");
+  static const auto op = find_op<at::Tensor&(at::Tensor&)>(schema_name(Op::schemas.inplace));
   return op;
 }
 
 template <class Op>
 const auto& out_op() {
-  static const auto op = find_op<at::Tensor&(const at::Tensor&, at::Tensor&)>(Op::name, "out");
+  static const auto op = find_op<at::Tensor&(const at::Tensor&, at::Tensor&)>(schema_name(Op::schemas.out));
   return op;
 }
 
 template <class Op>
 const auto& backward_op() {
   static const auto op =
-      find_op<at::Tensor(const at::Tensor&, const at::Tensor&, bool)>(std::string(Op::name) + "_backward");
+      find_op<at::Tensor(const at::Tensor&, const at::Tensor&, bool)>(schema_name(Op::schemas.backward));
   return op;
 }
 

@@ -109,7 +109,7 @@ at::Tensor& forward_out(const at::Tensor& x, at::Tensor& out) {
 // elu_backward (grad_output first) or threshold_backward (the saved tensor first) lays out its own.
 template <class Op>
 at::Tensor backward(const at::Tensor& grad_output, const at::Tensor& self_or_result, bool is_result) {
-  const std::string op = op_name(Op::name, "_backward");
+  const std::string op = op_name(schema_name(Op::schemas.backward).c_str());
   check_dtype(op, self_or_result, "self_or_result");
   check_matches(op, grad_output, "grad_output", self_or_result, "self_or_result");
   if constexpr (HasInputBackward<Op>::value) {
@@ -127,22 +127,35 @@ at::Tensor backward(const at::Tensor& grad_output, const at::Tensor& self_or_res
   }
 }
 
+// Whether `schema` is `name` + `rest`: the pattern every activation's schemas follow.
+constexpr bool spells(const char* schema, const char* name, const char* rest) {
+  while (*name) {
+    if (*schema++ != *name++) return false;
+  }
+  while (*rest) {
+    if (*schema++ != *rest++) return false;
+  }
+  return true;
+}
+
 template <class Op>
 void define(torch::Library& m) {
-  const std::string name = Op::name;
-  m.def((name + "(Tensor x) -> Tensor").c_str());
-  m.def((name + "_(Tensor(a!) x) -> Tensor(a!)").c_str());
-  m.def((name + ".out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)").c_str());
-  m.def((name + "_backward(Tensor grad_output, Tensor self_or_result, *, bool is_result=True) -> Tensor").c_str());
+  constexpr Schemas s = Op::schemas;
+  static_assert(spells(s.forward, Op::name, "(Tensor x) -> Tensor") && spells(s.inplace, Op::name, "_(") &&
+                    spells(s.out, Op::name, ".out(") && spells(s.backward, Op::name, "_backward("),
+                "an activation's schemas are name(Tensor x) -> Tensor, name_(, name.out( and name_backward(");
+  m.def(s.forward);
+  m.def(s.inplace);
+  m.def(s.out);
+  m.def(s.backward);
 }
 
 template <class Op>
 void register_kernels(torch::Library& m) {
-  const std::string name = Op::name;
-  m.impl(name.c_str(), &forward<Op>);
-  m.impl((name + "_").c_str(), &forward_<Op>);
-  m.impl((name + ".out").c_str(), &forward_out<Op>);
-  m.impl((name + "_backward").c_str(), &backward<Op>);
+  m.impl(schema_name(Op::schemas.forward).c_str(), &forward<Op>);
+  m.impl(schema_name(Op::schemas.inplace).c_str(), &forward_<Op>);
+  m.impl(schema_name(Op::schemas.out).c_str(), &forward_out<Op>);
+  m.impl(schema_name(Op::schemas.backward).c_str(), &backward<Op>);
 }
 
 // selu_alpha_dropout: SELU, then AlphaDropout in train mode, in one pass. The train-mode forward
