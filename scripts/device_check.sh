@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # Build, test and benchmark on a GPU machine; full logs go to $OUT (default: device-logs/).
-# Usage: bash scripts/device_check.sh [all|test|sanitize|bench|fusion|snn] [pytest's arguments for test (default:
-#        tests)]
+# Usage: bash scripts/device_check.sh [all|test|sanitize|bench|fusion|snn|compare] [pytest's arguments for test
+#        (default: tests); for compare, the tables to compare (default: mid large strided fusion snn)]
 #   test:     build, SASS check, the whole test suite (without arguments: its >25-dimension tests first, alone,
 #             under a time limit)
 #   sanitize: compute-sanitizer memcheck, racecheck and initcheck over scripts/sanitizer_cases.py
 #   bench:    the main job, the benchmark (mid sizes, large sizes, the strided and chunk layouts)
 #   fusion:   the torch.compile fusion benchmark
 #   snn:      the fused SELU + AlphaDropout benchmark rows (and memory), and the SNN example on the GPU
-#   all:      every stage (longer than one 10-minute device call: run the stages as calls on a warm machine)
+#   compare:  the benchmark tables for a reference build and this tree's, alternately in one run, and the rows
+#             that moved beyond their spreads (benchmarks/compare.py). The reference is the sources in .reference/
+#             (`git archive REV | tar x -C .reference`, carried to the device), built once into /tmp/reference.
+#   all:      every stage but compare (longer than one 10-minute device call: run the stages as calls on a warm machine)
 # The build is skipped when the extension is newer than every source it is built from.
 set -uo pipefail
 stage=${1:-all}
 [ $# -gt 0 ] && shift
-case "$stage" in all|test|sanitize|bench|fusion|snn) ;; *) echo "unknown stage: $stage (all, test, sanitize, bench, fusion or snn)"; exit 2 ;; esac
+case "$stage" in all|test|sanitize|bench|fusion|snn|compare) ;; *) echo "unknown stage: $stage (all, test, sanitize, bench, fusion, snn or compare)"; exit 2 ;; esac
 OUT=${OUT:-device-logs}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 export PYTHONUNBUFFERED=1 ACT_EXPECT_CUDA_BUILD=1
@@ -84,7 +87,7 @@ bench_stage() {
         2>&1 | tee "$OUT/bench_mid.txt"
     echo "== benchmark, large sizes"
     python3 benchmarks/bench.py --sizes 2^24 2^26 4096x393216 --ops selu relu selu_backward relu_backward \
-        --quiet --json "$OUT/bench.json" --plot "$OUT/bench.png" 2>&1 | tee "$OUT/bench.txt"
+        --quiet --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt"
     echo "== benchmark, strided and chunk layouts (no dense kernel takes them as they are)"
     python3 benchmarks/bench.py --layouts strided chunk --sizes 2^22 2^24 --dtypes float32 bfloat16 --no-compile \
         --quiet --json "$OUT/bench_strided.json" 2>&1 | tee "$OUT/bench_strided.txt"
@@ -105,6 +108,41 @@ snn_stage() {
     python3 examples/snn.py --device cuda --check 2>&1 | tail -30
 }
 
+# One benchmark table, as the stages above run it, its rows as JSON to $2.
+bench_table() {
+    case "$1" in
+        mid) python3 benchmarks/bench.py --sizes 2^16 2^18 2^20 2^22 --no-compile --quiet --json "$2" ;;
+        large) python3 benchmarks/bench.py --sizes 2^24 2^26 4096x393216 --ops selu relu selu_backward relu_backward \
+            --no-compile --quiet --json "$2" ;;
+        strided) python3 benchmarks/bench.py --layouts strided chunk --sizes 2^22 2^24 --dtypes float32 bfloat16 \
+            --no-compile --quiet --json "$2" ;;
+        fusion) python3 benchmarks/fusion.py --no-models --json "$2" 2> /dev/null ;;
+        snn) python3 benchmarks/bench.py --ops selu_alpha_dropout selu_alpha_dropout+bwd --sizes 2^24 2^28 \
+            --dtypes bfloat16 float32 --no-compile --quiet --json "$2" ;;
+        *) echo "unknown table: $1"; return 2 ;;
+    esac > /dev/null
+}
+
+compare_stage() {
+    [ -d .reference ] || { echo "no .reference/: git archive REV | tar x -C .reference, and carry it"; exit 2; }
+    if [ ! -f /tmp/reference/activations_ext/__init__.py ]; then
+        echo "== build of the reference"
+        MAX_JOBS=16 python3 -m pip install --no-build-isolation --no-deps --target /tmp/reference ./.reference \
+            > "$OUT/build_reference.log" 2>&1 || { tail -20 "$OUT/build_reference.log"; exit 1; }
+    fi
+    echo "reference: $(PYTHONPATH=/tmp/reference python3 -c 'import activations_ext; print(activations_ext.__file__)')"
+    mkdir -p /tmp/compare
+    for table in "${@:-mid large strided fusion snn}"; do
+        for t in $table; do
+            echo "== $t: reference, this tree"
+            PYTHONPATH=/tmp/reference bench_table "$t" "/tmp/compare/${t}_reference.json" || return 1
+            bench_table "$t" "/tmp/compare/${t}_tree.json" || return 1
+            python3 benchmarks/compare.py "/tmp/compare/${t}_reference.json" "/tmp/compare/${t}_tree.json" \
+                | tee -a "$OUT/compare.txt"
+        done
+    done
+}
+
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
 build
 case "$stage" in
@@ -113,5 +151,6 @@ case "$stage" in
     bench) bench_stage ;;
     fusion) fusion_stage ;;
     snn) snn_stage ;;
+    compare) compare_stage "$@" ;;
     all) test_stage "$@"; sanitize_stage; bench_stage; fusion_stage; snn_stage ;;
 esac
