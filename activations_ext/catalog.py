@@ -119,8 +119,9 @@ ACTIVATIONS = {
             lambda g, x: torch.ops.aten.elu_backward(g, SELU_ALPHA, SELU_SCALE, 1.0, False, x),
             # float32/float64: expm1's error; 16-bit: one rounding of the float32 result.
             ulp_bound=(1.0, 2.0),
-            # float32/float64: exp's error (CUDA's expf: 2 ulps) and the roundings of two products.
-            input_backward_ulp_bound=(1.0, 3.0),
+            # float32/float64: exp's error (CUDA's expf: 2 ulps) and the roundings of two products, each counting
+            # up to double where the result sits low in its binade (H100, float32: 3.24 ulps; torch's no less).
+            input_backward_ulp_bound=(1.0, 4.0),
             input_backward_reference=selu_input_backward_reference,
             backward_layout_from_grad=True,
             # Near saturation selu_backward cancels the result against alpha * scale, as elu_backward does.
