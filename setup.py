@@ -49,6 +49,7 @@ def extension() -> cpp_extension.CppExtension:
     sources = [
         "kernels/ops.cpp",
         "kernels/cpu_kernels.cpp",
+        "kernels/cpu_math.cpp",
         "kernels/autograd.cpp",
         "kernels/functionalize.cpp",
         "kernels/batching.cpp",

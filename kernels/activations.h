@@ -14,6 +14,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "cpu_math.h"
 #include "philox.h"
 
 namespace act {
@@ -29,9 +30,14 @@ constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
 constexpr double kSeluScale = 1.0507009873554804934193349852946;
 
 C10_HOST_DEVICE inline float expm1_of(float x) { return ::expm1f(x); }
-C10_HOST_DEVICE inline double expm1_of(double x) { return ::expm1(x); }
 C10_HOST_DEVICE inline float exp_of(float x) { return ::expf(x); }
-C10_HOST_DEVICE inline double exp_of(double x) { return ::exp(x); }
+#ifdef __CUDA_ARCH__
+__device__ inline double expm1_of(double x) { return ::expm1(x); }
+__device__ inline double exp_of(double x) { return ::exp(x); }
+#else
+inline double expm1_of(double x) { return act_cpu_expm1(x); }  // vectorized: cpu_math.h
+inline double exp_of(double x) { return act_cpu_exp(x); }
+#endif
 
 #ifndef __CUDA_ARCH__
 // std::bit_cast, which C++17 lacks: torch 2.11 builds extensions as C++17.
@@ -154,7 +160,13 @@ struct SeluForward {
     const acc_t positive = x * acc_t(kSeluScale);
     return x < acc_t(0) ? negative : positive;
 #else
-    return x <= acc_t(0) ? expm1_nonpositive<scalar_t>(x) * neg_coef : x * acc_t(kSeluScale);
+    // Every select before the call, arithmetic alone after it (-0.0 adds nothing), as cpu_math.h's
+    // vectorized calls need.
+    const bool negative = x <= acc_t(0);
+    const acc_t coef = negative ? neg_coef : acc_t(-0.0);
+    const acc_t positive = negative ? acc_t(-0.0) : x * acc_t(kSeluScale);
+    const acc_t at = negative ? x : acc_t(0);
+    return coef * expm1_nonpositive<scalar_t>(at) + positive;
 #endif
   }
 };
@@ -197,7 +209,17 @@ struct SeluInputBackward {
   static constexpr int arity = 2;
   C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t x) const {
     constexpr acc_t neg_coef = acc_t(kSeluAlpha) * acc_t(kSeluScale);
+#ifdef __CUDA_ARCH__
     return x <= acc_t(0) ? grad * neg_coef * exp_nonpositive<scalar_t>(x) : grad * acc_t(kSeluScale);
+#else
+    // Every select before the call, arithmetic alone after it (-0.0 adds nothing), as cpu_math.h's
+    // vectorized calls need.
+    const bool negative = x <= acc_t(0);
+    const acc_t coef = negative ? grad * neg_coef : acc_t(-0.0);
+    const acc_t positive = negative ? acc_t(-0.0) : grad * acc_t(kSeluScale);
+    const acc_t at = negative ? x : acc_t(0);
+    return coef * exp_nonpositive<scalar_t>(at) + positive;
+#endif
   }
 };
 

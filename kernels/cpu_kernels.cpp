@@ -2,8 +2,14 @@
 // threads; within a chunk, one plain loop per stretch of a row.
 #include <algorithm>
 #include <array>
+#include <type_traits>
 #include <utility>
 
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "cpu_math.h"
 #include "strided_view.h"
 #include "torch_runtime.h"
 
@@ -30,17 +36,60 @@ C10_ALWAYS_INLINE void cpu_row(Op op, scalar_t* out, std::array<const scalar_t*,
   }
 }
 
+// float16 rows staged through float: GCC converts c10::Half one element at a time (without F16C even
+// in the x86-64-v3 and -v4 copies), which kept every float16 row scalar. In those copies a row goes in
+// blocks: its halves to float with F16C (exact), the op's float loop over the block, the results back to
+// half with F16C's round to nearest even (c10::Half's rounding). Ops that compute in the storage type
+// (ReLU: no round trip through float that would change a NaN's bits) keep their own loop.
+constexpr int64_t kHalfBlock = 512;
+
+#if defined(__GNUC__) && defined(__x86_64__)
+__attribute__((target("arch=x86-64-v3"))) void halves_to_float(const c10::Half* in, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_store_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+  }
+  for (; i < n; ++i) out[i] = static_cast<float>(in[i]);
+}
+
+__attribute__((target("arch=x86-64-v3"))) void floats_to_half(const float* in, c10::Half* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(_mm256_load_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  for (; i < n; ++i) out[i] = static_cast<c10::Half>(in[i]);
+}
+
+template <typename scalar_t, typename Op, typename Stride>
+constexpr bool kStagesHalf = std::is_same_v<scalar_t, c10::Half> && std::is_same_v<typename Op::acc_t, float> &&
+                             std::is_same_v<Stride, UnitStride>;
+
+template <typename Op, size_t... I>
+C10_ALWAYS_INLINE void half_row(Op op, c10::Half* out, std::array<const c10::Half*, sizeof...(I)> in, int64_t n,
+                                std::index_sequence<I...> seq) {
+  alignas(64) float block[sizeof...(I) + 1][kHalfBlock];
+  for (int64_t start = 0; start < n; start += kHalfBlock) {
+    const int64_t m = std::min(kHalfBlock, n - start);
+    (halves_to_float(in[I] + start, block[I + 1], m), ...);
+    cpu_row<float>(op, block[0], {block[I + 1]...}, std::array<UnitStride, sizeof...(I) + 1>{}, m, seq);
+    floats_to_half(block[0], out + start, m);
+  }
+}
+#endif
+
 // The loop is compiled three times, for the baseline x86-64, x86-64-v3 (AVX2, FMA) and x86-64-v4
-// (AVX-512), and each call takes the copy that cpu_loop_name() reports: a wheel must run on any x86-64
-// CPU, and each level doubles the lanes of every vectorized step (SELU's expm1 runs in double: the
-// AVX-512 copy halved its time on an AVX-512 CPU). The choice follows ATen's CPU capability, so
-// ATEN_CPU_CAPABILITY=avx2 runs the x86-64-v3 copy and =default the baseline (the tests check each).
+// (AVX-512), and each call takes the copy that cpu_vector_level() picks and cpu_loop_name() reports: a
+// wheel must run on any x86-64 CPU, and each level doubles the lanes of every vectorized step. The choice
+// follows ATen's CPU capability, so ATEN_CPU_CAPABILITY=avx2 runs the x86-64-v3 copy and =default the
+// baseline (the tests check each).
 #if defined(__GNUC__) && defined(__x86_64__)
 #define ACT_HAS_X86_64_LEVELS 1
 template <typename scalar_t, typename Op, typename Stride, size_t... I>
 __attribute__((target("arch=x86-64-v3"), noinline)) void cpu_row_x86_64_v3(
     Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in, std::array<Stride, sizeof...(I) + 1> step,
     int64_t n, std::index_sequence<I...> seq) {
+  if constexpr (kStagesHalf<scalar_t, Op, Stride>) return half_row(op, out, in, n, seq);
   cpu_row(op, out, in, step, n, seq);
 }
 
@@ -48,26 +97,17 @@ template <typename scalar_t, typename Op, typename Stride, size_t... I>
 __attribute__((target("arch=x86-64-v4"), noinline)) void cpu_row_x86_64_v4(
     Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in, std::array<Stride, sizeof...(I) + 1> step,
     int64_t n, std::index_sequence<I...> seq) {
+  if constexpr (kStagesHalf<scalar_t, Op, Stride>) return half_row(op, out, in, n, seq);
   cpu_row(op, out, in, step, n, seq);
 }
 
-// 0: baseline, 1: x86-64-v3, 2: x86-64-v4.
-int x86_64_level() {
-  static const int level = [] {
-    __builtin_cpu_init();
-    const int admitted = runtime::cpu_capability_level();
-    if (admitted >= 2 && __builtin_cpu_supports("x86-64-v4")) return 2;
-    return admitted >= 1 && __builtin_cpu_supports("x86-64-v3") ? 1 : 0;
-  }();
-  return level;
-}
 #endif
 
 template <typename scalar_t, typename Op, typename Stride, size_t... I>
 void run_row(Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in,
              std::array<Stride, sizeof...(I) + 1> step, int64_t n, std::index_sequence<I...> seq) {
 #ifdef ACT_HAS_X86_64_LEVELS
-  switch (x86_64_level()) {
+  switch (cpu_vector_level()) {
     case 2: return cpu_row_x86_64_v4(op, out, in, step, n, seq);
     case 1: return cpu_row_x86_64_v3(op, out, in, step, n, seq);
     default: break;
@@ -143,7 +183,7 @@ void cpu_strided_chunk(const Op& op, const StridedView& view, int64_t begin, int
 const char* cpu_loop_name() {
 #ifdef ACT_HAS_X86_64_LEVELS
   static const char* const names[] = {"baseline", "x86-64-v3", "x86-64-v4"};
-  return names[x86_64_level()];
+  return names[cpu_vector_level()];
 #else
   return "baseline";
 #endif

@@ -282,17 +282,21 @@ def elementwise(f: Callable, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
     return tuple(torch.cat(parts) for parts in zip(*(f(x[i : i + 1]) for i in range(x.numel())), strict=True))
 
 
-def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
-    both_nan = a.isnan() & b.isnan()
-    return bool(((a == b) | both_nan).all())
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_special_values_first_and_second_derivatives_equal_torch(device, dtype):
     """Bit-equal values to torch's at NaN, +-inf, +-0, subnormals and the largest finite values. Short tensors:
     torch's own CPU elu_backward answers NaN for a NaN input in its vector loop and scale in its scalar tail
-    (torch's CUDA kernel: scale, everywhere); ours answers scale everywhere."""
+    (torch's CUDA kernel: scale, everywhere); ours answers scale everywhere. At the ordinary values among them,
+    within a few ulps of the terms: torch's scalar code calls libm's expm1, its vector loop (and ours) Sleef's,
+    and the gradient from the result (the in-place form's) cancels their last-bit difference up."""
     x = special_values(dtype, device)
+    finfo = torch.finfo(dtype)
+    special = x.isnan() | x.isinf() | (x.abs() < finfo.smallest_normal) | (x.abs() == finfo.max)
+
+    def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+        close = (a - b).abs() <= 8 * finfo.eps * (1 + b.abs())
+        return bool(torch.where(special, (a == b) | (a.isnan() & b.isnan()), close).all())
+
     for name, a in ACTIVATIONS.items():
         ours = getattr(act, name)
         inplace, torch_inplace = FORMS[f"{name}_"].ours, a.torch_inplace
