@@ -141,6 +141,19 @@ C10_HOST_DEVICE inline acc_t expm1_nonpositive(acc_t x) {
   return expm1_of(x);
 }
 
+#ifndef __CUDA_ARCH__
+// negative ? coef * f(x) : positive, for the CPU loop: every select made before the call and only
+// arithmetic after it (-0.0 adds nothing, and f(0) is finite), the form in which GCC vectorizes a loop
+// calling cpu_math.h's SIMD functions. The same bits as the select.
+template <typename acc_t, typename F>
+inline acc_t negative_branch_or(bool negative, acc_t coef, F f, acc_t x, acc_t positive) {
+  const acc_t negative_coef = negative ? coef : acc_t(-0.0);
+  const acc_t positive_term = negative ? acc_t(-0.0) : positive;
+  const acc_t at = negative ? x : acc_t(0);
+  return negative_coef * f(at) + positive_term;
+}
+#endif
+
 // The expressions follow ATen's elu kernels term for term (alpha * scale folded in acc_t,
 // `<= 0` picking the negative branch) so results round exactly as torch.selu's do.
 template <typename scalar_t>
@@ -160,13 +173,7 @@ struct SeluForward {
     const acc_t positive = x * acc_t(kSeluScale);
     return x < acc_t(0) ? negative : positive;
 #else
-    // Every select before the call, arithmetic alone after it (-0.0 adds nothing), as cpu_math.h's
-    // vectorized calls need.
-    const bool negative = x <= acc_t(0);
-    const acc_t coef = negative ? neg_coef : acc_t(-0.0);
-    const acc_t positive = negative ? acc_t(-0.0) : x * acc_t(kSeluScale);
-    const acc_t at = negative ? x : acc_t(0);
-    return coef * expm1_nonpositive<scalar_t>(at) + positive;
+    return negative_branch_or(x <= acc_t(0), neg_coef, expm1_nonpositive<scalar_t, acc_t>, x, x * acc_t(kSeluScale));
 #endif
   }
 };
@@ -212,13 +219,8 @@ struct SeluInputBackward {
 #ifdef __CUDA_ARCH__
     return x <= acc_t(0) ? grad * neg_coef * exp_nonpositive<scalar_t>(x) : grad * acc_t(kSeluScale);
 #else
-    // Every select before the call, arithmetic alone after it (-0.0 adds nothing), as cpu_math.h's
-    // vectorized calls need.
-    const bool negative = x <= acc_t(0);
-    const acc_t coef = negative ? grad * neg_coef : acc_t(-0.0);
-    const acc_t positive = negative ? acc_t(-0.0) : grad * acc_t(kSeluScale);
-    const acc_t at = negative ? x : acc_t(0);
-    return coef * exp_nonpositive<scalar_t>(at) + positive;
+    return negative_branch_or(x <= acc_t(0), grad * neg_coef, exp_nonpositive<scalar_t, acc_t>, x,
+                              grad * acc_t(kSeluScale));
 #endif
   }
 };
@@ -356,8 +358,14 @@ struct SeluAlphaDropoutBackward : AlphaDropoutMask<scalar_t> {
 
   C10_HOST_DEVICE acc_t operator()(uint32_t bits, acc_t grad, acc_t x) const {
     constexpr acc_t neg_coef = acc_t(kSeluAlpha) * acc_t(kSeluScale);
+#ifdef __CUDA_ARCH__
     const acc_t slope = x <= acc_t(0) ? neg_coef * exp_nonpositive<scalar_t>(x) : acc_t(kSeluScale);
     return grad * (this->kept(bits) ? keep_scale : acc_t(0)) * slope;
+#else
+    const acc_t kept_grad = grad * (this->kept(bits) ? keep_scale : acc_t(0));
+    return kept_grad * negative_branch_or(x <= acc_t(0), neg_coef, exp_nonpositive<scalar_t, acc_t>, x,
+                                          acc_t(kSeluScale));
+#endif
   }
 };
 

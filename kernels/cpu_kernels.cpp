@@ -2,6 +2,7 @@
 // threads; within a chunk, one plain loop per stretch of a row.
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -25,14 +26,22 @@ struct UnitStride {
   constexpr operator int64_t() const { return 1; }
 };
 
-// out[i * s_0] = op(in_k[i * s_k]...) for i < n. Pointers may alias (in-place ops): with unit
-// steps the compiler checks for overlap at run time and vectorizes.
-template <typename scalar_t, typename Op, typename Stride, size_t... I>
+// The random words of a deterministic op's row: none.
+struct NoWords {};
+
+// out[i * s_0] = op(in_k[i * s_k]...) for i < n; a random op's element i takes words[i] first. Pointers
+// may alias (in-place ops): with unit steps the compiler checks for overlap at run time and vectorizes.
+template <typename scalar_t, typename Op, typename Stride, typename Words, size_t... I>
 C10_ALWAYS_INLINE void cpu_row(Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in,
-                               std::array<Stride, sizeof...(I) + 1> step, int64_t n, std::index_sequence<I...>) {
+                               std::array<Stride, sizeof...(I) + 1> step, Words words, int64_t n,
+                               std::index_sequence<I...>) {
   using acc_t = typename Op::acc_t;
   for (int64_t i = 0; i < n; ++i) {
-    out[i * step[0]] = static_cast<scalar_t>(op(static_cast<acc_t>(in[I][i * step[I + 1]])...));
+    if constexpr (std::is_same_v<Words, NoWords>) {
+      out[i * step[0]] = static_cast<scalar_t>(op(static_cast<acc_t>(in[I][i * step[I + 1]])...));
+    } else {
+      out[i * step[0]] = static_cast<scalar_t>(op(uint32_t(words[i]), static_cast<acc_t>(in[I][i * step[I + 1]])...));
+    }
   }
 }
 
@@ -65,14 +74,16 @@ template <typename scalar_t, typename Op, typename Stride>
 constexpr bool kStagesHalf = std::is_same_v<scalar_t, c10::Half> && std::is_same_v<typename Op::acc_t, float> &&
                              std::is_same_v<Stride, UnitStride>;
 
-template <typename Op, size_t... I>
-C10_ALWAYS_INLINE void half_row(Op op, c10::Half* out, std::array<const c10::Half*, sizeof...(I)> in, int64_t n,
-                                std::index_sequence<I...> seq) {
+template <typename Op, typename Words, size_t... I>
+C10_ALWAYS_INLINE void half_row(Op op, c10::Half* out, std::array<const c10::Half*, sizeof...(I)> in, Words words,
+                                int64_t n, std::index_sequence<I...> seq) {
   alignas(64) float block[sizeof...(I) + 1][kHalfBlock];
   for (int64_t start = 0; start < n; start += kHalfBlock) {
     const int64_t m = std::min(kHalfBlock, n - start);
     (halves_to_float(in[I] + start, block[I + 1], m), ...);
-    cpu_row<float>(op, block[0], {block[I + 1]...}, std::array<UnitStride, sizeof...(I) + 1>{}, m, seq);
+    Words block_words = words;
+    if constexpr (!std::is_same_v<Words, NoWords>) block_words += start;
+    cpu_row<float>(op, block[0], {block[I + 1]...}, std::array<UnitStride, sizeof...(I) + 1>{}, block_words, m, seq);
     floats_to_half(block[0], out + start, m);
   }
 }
@@ -85,35 +96,91 @@ C10_ALWAYS_INLINE void half_row(Op op, c10::Half* out, std::array<const c10::Hal
 // baseline (the tests check each).
 #if defined(__GNUC__) && defined(__x86_64__)
 #define ACT_HAS_X86_64_LEVELS 1
-template <typename scalar_t, typename Op, typename Stride, size_t... I>
+template <typename scalar_t, typename Op, typename Stride, typename Words, size_t... I>
 __attribute__((target("arch=x86-64-v3"), noinline)) void cpu_row_x86_64_v3(
     Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in, std::array<Stride, sizeof...(I) + 1> step,
-    int64_t n, std::index_sequence<I...> seq) {
-  if constexpr (kStagesHalf<scalar_t, Op, Stride>) return half_row(op, out, in, n, seq);
-  cpu_row(op, out, in, step, n, seq);
+    Words words, int64_t n, std::index_sequence<I...> seq) {
+  if constexpr (kStagesHalf<scalar_t, Op, Stride>) return half_row(op, out, in, words, n, seq);
+  cpu_row(op, out, in, step, words, n, seq);
 }
 
-template <typename scalar_t, typename Op, typename Stride, size_t... I>
+template <typename scalar_t, typename Op, typename Stride, typename Words, size_t... I>
 __attribute__((target("arch=x86-64-v4"), noinline)) void cpu_row_x86_64_v4(
     Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in, std::array<Stride, sizeof...(I) + 1> step,
-    int64_t n, std::index_sequence<I...> seq) {
-  if constexpr (kStagesHalf<scalar_t, Op, Stride>) return half_row(op, out, in, n, seq);
-  cpu_row(op, out, in, step, n, seq);
+    Words words, int64_t n, std::index_sequence<I...> seq) {
+  if constexpr (kStagesHalf<scalar_t, Op, Stride>) return half_row(op, out, in, words, n, seq);
+  cpu_row(op, out, in, step, words, n, seq);
 }
-
 #endif
 
-template <typename scalar_t, typename Op, typename Stride, size_t... I>
+template <typename scalar_t, typename Op, typename Stride, typename Words, size_t... I>
 void run_row(Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in,
-             std::array<Stride, sizeof...(I) + 1> step, int64_t n, std::index_sequence<I...> seq) {
+             std::array<Stride, sizeof...(I) + 1> step, Words words, int64_t n, std::index_sequence<I...> seq) {
 #ifdef ACT_HAS_X86_64_LEVELS
   switch (cpu_vector_level()) {
-    case 2: return cpu_row_x86_64_v4(op, out, in, step, n, seq);
-    case 1: return cpu_row_x86_64_v3(op, out, in, step, n, seq);
+    case 2: return cpu_row_x86_64_v4(op, out, in, step, words, n, seq);
+    case 1: return cpu_row_x86_64_v3(op, out, in, step, words, n, seq);
     default: break;
   }
 #endif
-  cpu_row(op, out, in, step, n, seq);
+  cpu_row(op, out, in, step, words, n, seq);
+}
+
+// The words of Philox blocks first .. first + n - 1, four a block, into `words`: independent blocks, a loop
+// each level's copy vectorizes.
+C10_ALWAYS_INLINE void philox_blocks(const PhiloxStream& stream, uint64_t first, int64_t n, uint32_t* words) {
+  for (int64_t j = 0; j < n; ++j) {
+    const PhiloxStream::Block b = stream.block(first + uint64_t(j));
+    for (int w = 0; w < 4; ++w) words[4 * j + w] = b.v[w];
+  }
+}
+
+#ifdef ACT_HAS_X86_64_LEVELS
+__attribute__((target("arch=x86-64-v3"), noinline)) void philox_blocks_x86_64_v3(const PhiloxStream& stream,
+                                                                                 uint64_t first, int64_t n,
+                                                                                 uint32_t* words) {
+  philox_blocks(stream, first, n, words);
+}
+
+__attribute__((target("arch=x86-64-v4"), noinline)) void philox_blocks_x86_64_v4(const PhiloxStream& stream,
+                                                                                 uint64_t first, int64_t n,
+                                                                                 uint32_t* words) {
+  philox_blocks(stream, first, n, words);
+}
+#endif
+
+void run_philox_blocks(const PhiloxStream& stream, uint64_t first, int64_t n, uint32_t* words) {
+#ifdef ACT_HAS_X86_64_LEVELS
+  switch (cpu_vector_level()) {
+    case 2: return philox_blocks_x86_64_v4(stream, first, n, words);
+    case 1: return philox_blocks_x86_64_v3(stream, first, n, words);
+    default: break;
+  }
+#endif
+  philox_blocks(stream, first, n, words);
+}
+
+// A random op's row of unit steps, a chunk at a time: the chunk's Philox blocks, then the op over the chunk
+// as over any row, element i taking word index + i (the element path's words, bit for bit).
+template <typename scalar_t, typename Op, size_t... I>
+void random_unit_row(const Op& op, const PhiloxStream& stream, int64_t index, scalar_t* out,
+                     std::array<const scalar_t*, sizeof...(I)> in, int64_t n, std::index_sequence<I...> seq) {
+  using Word = std::conditional_t<Op::random_bits == 16, uint16_t, uint32_t>;
+  constexpr int64_t kPerBlock = 128 / Op::random_bits;
+  constexpr int64_t kBlocks = 64;
+  alignas(64) uint32_t block_words[4 * kBlocks];
+  alignas(64) Word words[kPerBlock * kBlocks];
+  for (int64_t i = 0; i < n;) {
+    const uint64_t first = uint64_t(index + i);
+    const int64_t skip = int64_t(first % kPerBlock);
+    const int64_t m = std::min(n - i, kPerBlock * kBlocks - skip);
+    const int64_t blocks = (skip + m + kPerBlock - 1) / kPerBlock;
+    run_philox_blocks(stream, first / kPerBlock, blocks, block_words);
+    std::memcpy(words, block_words, size_t(blocks) * 16);  // 16-bit words: low halves first, as extract's
+    const Word* row_words = words + skip;
+    run_row(op, out + i, {(in[I] + i)...}, std::array<UnitStride, sizeof...(I) + 1>{}, row_words, m, seq);
+    i += m;
+  }
 }
 
 // A random op's row, element by element: element i draws the word numbered by its offset in the output
@@ -161,11 +228,16 @@ void cpu_strided_chunk(const Op& op, const StridedView& view, int64_t begin, int
     const std::array<const scalar_t*, Op::arity> in{at(I + 1)...};
     const std::array<int64_t, operands> step{view.strides[0][0], view.strides[I + 1][0]...};
     if constexpr (IsRandom<Op>::value) {
-      random_row(op, op.source.resolve(false), offset[0] + col * step[0], at(0), in, step, n, seq);
+      const int64_t index = offset[0] + col * step[0];
+      if (unit_rows) {
+        random_unit_row(op, op.source.resolve(false), index, at(0), in, n, seq);
+      } else {
+        random_row(op, op.source.resolve(false), index, at(0), in, step, n, seq);
+      }
     } else if (unit_rows) {
-      run_row(op, at(0), in, std::array<UnitStride, operands>{}, n, seq);
+      run_row(op, at(0), in, std::array<UnitStride, operands>{}, NoWords{}, n, seq);
     } else {
-      run_row(op, at(0), in, step, n, seq);
+      run_row(op, at(0), in, step, NoWords{}, n, seq);
     }
     begin += n;
     col = 0;
