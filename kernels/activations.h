@@ -7,6 +7,8 @@
 // random functor also has a PhiloxSource `source`; it takes its element's random word first.
 
 #include <torch/headeronly/macros/Macros.h>
+#include <torch/headeronly/util/BFloat16.h>
+#include <torch/headeronly/util/Half.h>
 
 #include <math.h>
 #include <stdint.h>
@@ -225,6 +227,20 @@ struct SeluInputBackward {
   }
 };
 
+#ifndef __CUDA_ARCH__
+// The sign and order tests of a 16-bit value on its bits, for the CPU loop: GCC converts c10::Half to float
+// one element at a time without F16C, which kept float16 ReLU scalar; integer tests vectorize on every level.
+template <typename scalar_t>
+struct SixteenBitTests {
+  static constexpr uint16_t kMagnitude = 0x7FFF, kSign = 0x8000;
+  static constexpr uint16_t kInf = std::is_same_v<scalar_t, c10::BFloat16> ? 0x7F80 : 0x7C00;
+  // x < 0: the sign set on a nonzero magnitude that is not NaN.
+  static bool negative(uint16_t x) { return (x & kSign) && (x & kMagnitude) != 0 && (x & kMagnitude) <= kInf; }
+  // x <= 0: a zero of either sign, or negative.
+  static bool not_positive(uint16_t x) { return (x & kMagnitude) == 0 || negative(x); }
+};
+#endif
+
 // ReLU only selects, so it works on the stored values themselves (acc_t = scalar_t): no round trip
 // through float that would change a 16-bit NaN's bits.
 template <typename scalar_t>
@@ -237,7 +253,11 @@ struct ReluForward {
 #ifdef __CUDA_ARCH__
     return x <= acc_t(0) ? acc_t(0) : x;
 #else
-    return x < acc_t(0) ? acc_t(0) : x;
+    if constexpr (sizeof(scalar_t) == 2) {
+      return acc_t(SixteenBitTests<scalar_t>::negative(x.x) ? uint16_t(0) : x.x, acc_t::from_bits());
+    } else {
+      return x < acc_t(0) ? acc_t(0) : x;
+    }
 #endif
   }
 };
@@ -249,10 +269,14 @@ struct ReluBackward {
   using acc_t = scalar_t;
   static constexpr int arity = 2;
   C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t result) const {
+#ifndef __CUDA_ARCH__
+    if constexpr (sizeof(scalar_t) == 2) {
+      return acc_t(SixteenBitTests<scalar_t>::not_positive(result.x) ? uint16_t(0) : grad.x, acc_t::from_bits());
+    }
+#endif
     return result <= acc_t(0) ? acc_t(0) : grad;
   }
 };
-
 
 // torch.nn.functional.alpha_dropout in train mode, with drop probability p: a kept value v becomes
 // a * v + b_keep and a dropped one b_drop (torch computes v * 0 + b_drop: NaN stays NaN), where
