@@ -130,7 +130,8 @@ compare_stage() {
         MAX_JOBS=16 python3 -m pip install --no-build-isolation --no-deps --target /tmp/reference ./.reference \
             > "$OUT/build_reference.log" 2>&1 || { tail -20 "$OUT/build_reference.log"; exit 1; }
     fi
-    echo "reference: $(PYTHONPATH=/tmp/reference python3 -c 'import activations_ext; print(activations_ext.__file__)')"
+    # From /tmp, as benchmarks/ is for the tables: the repository root on the path would shadow the reference.
+    echo "reference: $(cd /tmp && PYTHONPATH=/tmp/reference python3 -c 'import activations_ext; print(activations_ext.__file__)')"
     mkdir -p /tmp/compare
     for table in "${@:-mid large strided fusion snn}"; do
         for t in $table; do
