@@ -52,24 +52,24 @@ def check_ops(device: torch.device) -> list[str]:
     statistics and mask; returns the failures and prints a line."""
     failed: list[str] = []
     checked = 0
-    act = torch.ops.act
     for dtype in DTYPES:
         x64 = torch.randn(4099, dtype=torch.float64, generator=torch.Generator().manual_seed(0)) * 4
         x = x64.to(dtype=dtype, device=device)
         xr = x.double().cpu()
         g = torch.rand_like(x) + 0.5
         cases = {}
-        for name, a in ACTIVATIONS.items():
-            forward, reference = getattr(act, name), a.reference(xr)
-            result = forward(x)
+        for a in ACTIVATIONS.values():
+            ops, (name, inplace, out, backward) = a.ops, a.ops.names
+            reference = a.reference(xr)
+            result = ops.forward(x)
             cases[name] = (result, reference, None)
-            cases[f"{name}_"] = (getattr(act, f"{name}_")(x.clone()), reference, None)
-            cases[f"{name}.out"] = (forward(x, out=torch.full_like(x, float("nan"))), reference, None)
+            cases[inplace] = (ops.inplace(x.clone()), reference, None)
+            cases[out] = (ops.out(x, out=torch.full_like(x, float("nan"))), reference, None)
             scale = a.backward_scale(g.cpu()) if a.backward_scale else None  # the terms it cancels
             expected = a.backward_reference(g.cpu(), result.cpu())
-            cases[f"{name}_backward"] = (getattr(act, f"{name}_backward")(g, result), expected, scale)
-            from_input = getattr(act, f"{name}_backward")(g, x, is_result=False)
-            cases[f"{name}_backward(x)"] = (from_input, a.input_backward_reference(g.cpu(), xr), None)
+            cases[backward] = (ops.backward(g, result), expected, scale)
+            from_input = ops.backward(g, x, is_result=False)
+            cases[f"{backward}(x)"] = (from_input, a.input_backward_reference(g.cpu(), xr), None)
         for name, (actual, expected, scale) in cases.items():
             size = expected.abs() if scale is None else torch.maximum(expected.abs(), scale.abs())
             # Relative to the smallest normal at least: below it a result has a subnormal ulp.
@@ -110,7 +110,7 @@ def check_selu_alpha_dropout(device: torch.device, p: float = 0.1, n: int = 1 <<
 
 def ulp_table(chosen: list[torch.device]) -> dict:
     """The largest error of each op in ulps of its dtype, over SELU's whole range; printed as a table."""
-    ops = [op for name in ACTIVATIONS for op in (name, f"{name}_backward", f"{name}_backward(x)")]
+    ops = [op for a in ACTIVATIONS.values() for op in (a.name, a.ops.names[3], f"{a.ops.names[3]}(x)")]
     print("\nmax ulp error vs float64 (_backward: from the result; _backward(x): from the input)")
     print(f"{'device':6} {'dtype':9}" + "".join(f" {op:>17}" for op in ops))
     table = {}
@@ -130,7 +130,7 @@ def bandwidth(chosen: list[torch.device], quick: bool) -> list[dict]:
         for name in ACTIVATIONS:
             for dtype in (torch.float32, torch.bfloat16):
                 x = torch.randn(n, dtype=dtype, device=device)
-                ours = median_seconds(lambda: getattr(torch.ops.act, name)(x), device)  # noqa: B023
+                ours = median_seconds(lambda: ACTIVATIONS[name].ops.forward(x), device)  # noqa: B023
                 theirs = median_seconds(lambda: ACTIVATIONS[name].torch_forward(x), device)  # noqa: B023
                 gb = 2 * x.numel() * x.element_size() / 1e9
                 rows.append(

@@ -42,9 +42,9 @@ def check_out(op: str, x: torch.Tensor, out: torch.Tensor) -> None:
 
 
 def check_backward(op: str, grad_output: torch.Tensor, self_or_result: torch.Tensor) -> None:
-    """An activation's backward, ``op_backward(grad_output, self_or_result, is_result=...)``."""
-    check_dtype(f"{op}_backward", self_or_result, "self_or_result")
-    check_matches(f"{op}_backward", grad_output, "grad_output", self_or_result, "self_or_result")
+    """An activation's backward op ``op(grad_output, self_or_result, is_result=...)``."""
+    check_dtype(op, self_or_result, "self_or_result")
+    check_matches(op, grad_output, "grad_output", self_or_result, "self_or_result")
 
 
 def check_selu_alpha_dropout_backward(

@@ -18,7 +18,9 @@ from activations_ext._checks import (
 from activations_ext.catalog import ACTIVATIONS, Activation
 
 
-def _register(op: str, activation: Activation) -> None:
+def _register(activation: Activation) -> None:
+    op, inplace, out, backward = activation.ops.names
+
     # Outputs laid out as ATen's TensorIterator lays out the ops' torch counterparts in eager mode, as the kernels
     # do.
     @torch.library.register_fake(f"act::{op}")
@@ -27,30 +29,30 @@ def _register(op: str, activation: Activation) -> None:
         check_dtype(op, x, "x")
         return activation.torch_forward(x)
 
-    @torch.library.register_fake(f"act::{op}_")
+    @torch.library.register_fake(f"act::{inplace}")
     def _inplace(x: torch.Tensor) -> torch.Tensor:
         _inductor.prepare()
         check_dtype(op, x, "x")
         return x
 
-    @torch.library.register_fake(f"act::{op}.out")
+    @torch.library.register_fake(f"act::{out}")
     def _out(x: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
         _inductor.prepare()
         check_out(op, x, out)
         return out
 
-    @torch.library.register_fake(f"act::{op}_backward")
+    @torch.library.register_fake(f"act::{backward}")
     def _backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is_result: bool = True) -> torch.Tensor:
         _inductor.prepare()
-        check_backward(op, grad_output, self_or_result)
+        check_backward(backward, grad_output, self_or_result)
         # aten.add's fake kernel lays out as eager TensorIterator does; elu_backward's own does not.
         if activation.backward_layout_from_grad:
             return torch.ops.aten.add(grad_output, self_or_result)
         return torch.ops.aten.add(self_or_result, grad_output)
 
 
-for _op, _activation in ACTIVATIONS.items():
-    _register(_op, _activation)
+for _activation in ACTIVATIONS.values():
+    _register(_activation)
 
 
 def _check_no_recomputation(op: str) -> None:

@@ -74,13 +74,13 @@ def _refuse_random(op: str) -> Callable[..., list]:
 def register() -> None:
     """Registers the rules for every op and overload."""
     act = torch.ops.act
-    for name in ACTIVATIONS:
-        forward, inplace, backward = getattr(act, name), getattr(act, f"{name}_"), getattr(act, f"{name}_backward")
-        for op in (forward.default, inplace.default):
+    for activation in ACTIVATIONS.values():
+        ops = activation.ops
+        for op in (ops.forward, ops.inplace):
             register_sharding(op)(lambda x: _same_placement_everywhere(x.ndim, 1))
-        register_sharding(forward.out)(_out_rules(forward.out))
-        _key_cache_on_out(forward.out)
-        register_sharding(backward.default)(
+        register_sharding(ops.out)(_out_rules(ops.out))
+        _key_cache_on_out(ops.out)
+        register_sharding(ops.backward)(
             lambda grad_output, saved, is_result=True: _same_placement_everywhere(saved.ndim, 2)
         )
     register_sharding(act._selu_alpha_dropout.default)(_refuse_random("selu_alpha_dropout"))

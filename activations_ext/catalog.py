@@ -52,6 +52,34 @@ def relu_backward_reference(grad: torch.Tensor, result: torch.Tensor) -> torch.T
     return torch.where(r > 0, g, 0.0)
 
 
+def _overload(name: str) -> torch._ops.OpOverload:
+    """``torch.ops.act`` overload of a schema's name: "selu.out" -> act.selu.out, "selu_" -> act.selu_.default."""
+    packet, _, overload = name.partition(".")
+    return getattr(getattr(torch.ops.act, packet), overload or "default")
+
+
+@dataclass(frozen=True)
+class Ops:
+    """An activation's four ops, named as its schemas in kernels/activations.h name them (read from the build)."""
+
+    names: tuple[str, str, str, str]  # forward, in-place, out=, backward: "selu", "selu_", "selu.out", "selu_backward"
+    forward: torch._ops.OpOverload
+    inplace: torch._ops.OpOverload
+    out: torch._ops.OpOverload
+    backward: torch._ops.OpOverload
+
+
+def _built_ops() -> dict[str, Ops]:
+    """Each activation the build registers, with its ops (``_C.activations()``), looked up once at import: code that
+    torch.compile traces reads them as constants."""
+    from activations_ext import _C
+
+    return {name: Ops(names, *(_overload(n) for n in names)) for name, names in _C.activations()}
+
+
+_OPS = _built_ops()
+
+
 @dataclass(frozen=True)
 class Activation:
     """One elementwise activation: its float64 math and torch's own implementation of it.
@@ -93,6 +121,11 @@ class Activation:
     input_backward_reference: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
     backward_layout_from_grad: bool
     backward_scale: Callable[[torch.Tensor], torch.Tensor] | None = None
+
+    @property
+    def ops(self) -> Ops:
+        """Its ops in ``torch.ops.act``: forward, in-place, out= and backward."""
+        return _OPS[self.name]
 
     def bound(self, dtype: torch.dtype) -> float:
         """The ulp bound for results in ``dtype``."""

@@ -17,8 +17,7 @@ def _check_input(name: str, input: object) -> None:  # noqa: A002  (torch.nn.fun
 
 def _elementwise(name: str, summary: str) -> Callable[[torch.Tensor, bool], torch.Tensor]:
     """The functional form of the activation ``torch.ops.act.<name>``, with torch.nn.functional's signature."""
-    packet = getattr(torch.ops.act, name)
-    forward, inplace_forward = packet.default, getattr(torch.ops.act, f"{name}_").default
+    forward, inplace_forward = ACTIVATIONS[name].ops.forward, ACTIVATIONS[name].ops.inplace
 
     def activation(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:  # noqa: A002
         _check_input(name, input)

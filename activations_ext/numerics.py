@@ -47,8 +47,8 @@ ULP_BOUNDS = {
         for a in ACTIVATIONS.values()
         for entry, bound in (
             (a.name, a.bound(dtype)),
-            (f"{a.name}_backward", a.bound(dtype)),
-            (f"{a.name}_backward(x)", a.input_backward_bound(dtype)),
+            (a.ops.names[3], a.bound(dtype)),
+            (f"{a.ops.names[3]}(x)", a.input_backward_bound(dtype)),
         )
     }
     for dtype in DTYPES
@@ -67,20 +67,17 @@ def ulp_table_violations(table: dict[torch.dtype, dict[str, float]]) -> list[str
 
 def eager_forward(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """Every activation of ``x`` by the act ops, in ``ACTIVATIONS``' order."""
-    return tuple(getattr(torch.ops.act, name)(x) for name in ACTIVATIONS)
+    return tuple(a.ops.forward(x) for a in ACTIVATIONS.values())
 
 
 def eager_backward(grad: torch.Tensor, *results: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """Every activation's backward op at ``grad`` and its forward result, in ``ACTIVATIONS``' order."""
-    return tuple(
-        getattr(torch.ops.act, f"{name}_backward")(grad, result)
-        for name, result in zip(ACTIVATIONS, results, strict=True)
-    )
+    return tuple(a.ops.backward(grad, result) for a, result in zip(ACTIVATIONS.values(), results, strict=True))
 
 
 def eager_input_backward(grad: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """Every activation's backward op from the input ``x``, in ``ACTIVATIONS``' order."""
-    return tuple(getattr(torch.ops.act, f"{name}_backward")(grad, x, is_result=False) for name in ACTIVATIONS)
+    return tuple(a.ops.backward(grad, x, is_result=False) for a in ACTIVATIONS.values())
 
 
 def max_ulp_errors(
@@ -111,8 +108,8 @@ def max_ulp_errors(
             errors[a.name] = ulp_error(result.cpu(), a.reference(x.cpu()), dtype).max().item()
             scale = a.backward_scale(g) if a.backward_scale else None
             expected = a.backward_reference(g, result.cpu())
-            errors[f"{a.name}_backward"] = ulp_error(grad_input.cpu(), expected, dtype, scale).max().item()
+            errors[a.ops.names[3]] = ulp_error(grad_input.cpu(), expected, dtype, scale).max().item()
             expected = a.input_backward_reference(g, x.cpu())
-            errors[f"{a.name}_backward(x)"] = ulp_error(input_grad.cpu(), expected, dtype).max().item()
+            errors[f"{a.ops.names[3]}(x)"] = ulp_error(input_grad.cpu(), expected, dtype).max().item()
         table[dtype] = errors
     return table

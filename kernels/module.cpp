@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "activations.h"
+#include "error_text.h"
 #include "launch_plan.h"
 #include "strided_view.h"
 
@@ -13,23 +14,31 @@ namespace {
 
 PyObject* cpu_loop(PyObject*, PyObject*) { return PyUnicode_FromString(act::cpu_loop_name()); }
 
-// ACT_ACTIVATIONS' names, in order: the Python side's catalog must describe exactly these.
+// ACT_ACTIVATIONS in order, each as (name, (forward, in-place, out=, backward)): the names its schemas begin
+// with ("selu", "selu_", "selu.out", "selu_backward"). The Python side's catalog must describe exactly these.
 PyObject* activations(PyObject*, PyObject*) {
-  const char* names[] = {
-#define ACT_NAME(Op) act::Op::name,
-      ACT_ACTIVATIONS(ACT_NAME)
-#undef ACT_NAME
+  struct Entry {
+    const char* name;
+    act::Schemas schemas;
   };
-  constexpr Py_ssize_t n = sizeof(names) / sizeof(names[0]);
+  const Entry entries[] = {
+#define ACT_ENTRY(Op) {act::Op::name, act::Op::schemas},
+      ACT_ACTIVATIONS(ACT_ENTRY)
+#undef ACT_ENTRY
+  };
+  constexpr Py_ssize_t n = sizeof(entries) / sizeof(entries[0]);
   PyObject* tuple = PyTuple_New(n);
   if (tuple == nullptr) return nullptr;
   for (Py_ssize_t i = 0; i < n; ++i) {
-    PyObject* name = PyUnicode_FromString(names[i]);
-    if (name == nullptr) {
+    const act::Schemas& s = entries[i].schemas;
+    PyObject* entry = Py_BuildValue(
+        "(s(ssss))", entries[i].name, act::schema_name(s.forward).c_str(), act::schema_name(s.inplace).c_str(),
+        act::schema_name(s.out).c_str(), act::schema_name(s.backward).c_str());
+    if (entry == nullptr) {
       Py_DECREF(tuple);
       return nullptr;
     }
-    PyTuple_SetItem(tuple, i, name);  // steals the reference
+    PyTuple_SetItem(tuple, i, entry);  // steals the reference
   }
   return tuple;
 }
@@ -121,7 +130,8 @@ PyObject* launch_plans(PyObject*, PyObject* args) {
 }
 
 PyMethodDef methods[] = {
-    {"activations", activations, METH_NOARGS, "The names of the elementwise activations this build registers."},
+    {"activations", activations, METH_NOARGS,
+     "The elementwise activations this build registers: (name, (forward, in-place, out=, backward op names))."},
     {"cpu_loop", cpu_loop, METH_NOARGS,
      "Which compiled copy of the CPU loop runs here: 'x86-64-v4', 'x86-64-v3' (ATEN_CPU_CAPABILITY=avx2) or "
      "'baseline' (ATEN_CPU_CAPABILITY=default)."},

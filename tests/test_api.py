@@ -196,6 +196,9 @@ def test_torch_version_mismatch_is_a_clear_import_error():
 
 
 def test_the_op_list_is_read_from_the_build():
-    assert activations_ext._C.activations() == tuple(ACTIVATIONS)
+    built = activations_ext._C.activations()
+    assert tuple(name for name, _ in built) == tuple(ACTIVATIONS)
+    assert dict(built)["selu"] == ("selu", "selu_", "selu.out", "selu_backward")
+    assert ACTIVATIONS["relu"].ops.out is torch.ops.act.relu.out
     with pytest.raises(ImportError, match=r"registers the activations \('selu',\), but activations_ext/catalog\.py"):
         activations_ext._check_catalog_describes(("selu",))
