@@ -467,6 +467,17 @@ def run(
     return rows
 
 
+def report(device: str, torch_version: str, rows: list[Row], memory: list[MemoryRow], plot_path: str | None) -> None:
+    """Prints the rows' table, summary and memory table, and draws the plot if asked: measured or read back."""
+    print(f"device: {device}; torch {torch_version}")
+    print(format_table(rows))
+    print(format_summary(rows))
+    if memory:
+        print(format_memory(memory))
+    if plot_path:
+        plot(rows, plot_path, f"activations_ext on {device}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     cuda = torch.cuda.is_available()
@@ -493,13 +504,7 @@ def main(argv: list[str] | None = None) -> int:
             saved = json.load(f)
         rows = [Row(**r) for r in saved["rows"]]
         memory = [MemoryRow(**r) for r in saved.get("memory", [])]
-        print(f"device: {saved['device']}; torch {saved['torch']}")
-        print(format_table(rows))
-        print(format_summary(rows))
-        if memory:
-            print(format_memory(memory))
-        if args.plot:
-            plot(rows, args.plot, f"activations_ext on {saved['device']}")
+        report(saved["device"], saved["torch"], rows, memory, args.plot)
         return 0
 
     device = torch.device(args.device)
@@ -515,17 +520,11 @@ def main(argv: list[str] | None = None) -> int:
             for s in args.sizes
             if fits("selu_alpha_dropout+bwd", s, DTYPES[d], device)
         ]
-    print(f"device: {name}; torch {torch.__version__}")
-    print(format_table(rows))
-    print(format_summary(rows))
-    if memory:
-        print(format_memory(memory))
     if args.json:
         with open(args.json, "w") as f:
-            report = {"device": name, "torch": torch.__version__, "rows": [asdict(r) for r in rows]}
-            json.dump({**report, "memory": [asdict(r) for r in memory]}, f, indent=1)
-    if args.plot:
-        plot(rows, args.plot, f"activations_ext on {name}")
+            saved = {"device": name, "torch": torch.__version__, "rows": [asdict(r) for r in rows]}
+            json.dump({**saved, "memory": [asdict(r) for r in memory]}, f, indent=1)
+    report(name, torch.__version__, rows, memory, args.plot)
     return 0
 
 
