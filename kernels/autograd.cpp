@@ -346,10 +346,7 @@ at::Tensor selu_alpha_dropout_backward_autograd(const at::Tensor& grad_output, c
 
 template <class Op>
 void register_autograd(torch::Library& m) {
-  m.impl(schema_name(Op::schemas.forward).c_str(), &forward_autograd<Op>);
-  m.impl(schema_name(Op::schemas.inplace).c_str(), &inplace_autograd<Op>);
-  m.impl(schema_name(Op::schemas.out).c_str(), &out_autograd<Op>);
-  m.impl(schema_name(Op::schemas.backward).c_str(), &backward_autograd<Op>);
+  impl_activation<Op>(m, &forward_autograd<Op>, &inplace_autograd<Op>, &out_autograd<Op>, &backward_autograd<Op>);
 }
 
 }  // namespace

@@ -196,10 +196,7 @@ at::Tensor selu_alpha_dropout_backward_batched(const at::Tensor& grad_output, co
 
 template <class Op>
 void register_batching(torch::Library& m) {
-  m.impl(schema_name(Op::schemas.forward).c_str(), &forward_batched<Op>);
-  m.impl(schema_name(Op::schemas.inplace).c_str(), &inplace_batched<Op>);
-  m.impl(schema_name(Op::schemas.out).c_str(), &out_batched<Op>);
-  m.impl(schema_name(Op::schemas.backward).c_str(), &backward_batched<Op>);
+  impl_activation<Op>(m, &forward_batched<Op>, &inplace_batched<Op>, &out_batched<Op>, &backward_batched<Op>);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/library.h>
 
 #include <optional>
 #include <string>
@@ -23,6 +24,16 @@ c10::TypedOperatorHandle<Signature> find_op(const std::string& name) {
   return c10::Dispatcher::singleton()
       .findSchemaOrThrow(("act::" + name.substr(0, dot)).c_str(), overload.c_str())
       .typed<Signature>();
+}
+
+// One dispatch key's kernels for the four ops of an activation `Op` (activations.h), registered by the names
+// its schemas begin with.
+template <class Op, typename Forward, typename Inplace, typename Out, typename Backward>
+void impl_activation(torch::Library& m, Forward forward, Inplace inplace, Out out, Backward backward) {
+  m.impl(schema_name(Op::schemas.forward).c_str(), forward);
+  m.impl(schema_name(Op::schemas.inplace).c_str(), inplace);
+  m.impl(schema_name(Op::schemas.out).c_str(), out);
+  m.impl(schema_name(Op::schemas.backward).c_str(), backward);
 }
 
 // The ops of an activation `Op` (activations.h), by its schemas: the forward, its in-place and out= forms,

@@ -152,10 +152,7 @@ void define(torch::Library& m) {
 
 template <class Op>
 void register_kernels(torch::Library& m) {
-  m.impl(schema_name(Op::schemas.forward).c_str(), &forward<Op>);
-  m.impl(schema_name(Op::schemas.inplace).c_str(), &forward_<Op>);
-  m.impl(schema_name(Op::schemas.out).c_str(), &forward_out<Op>);
-  m.impl(schema_name(Op::schemas.backward).c_str(), &backward<Op>);
+  impl_activation<Op>(m, &forward<Op>, &forward_<Op>, &forward_out<Op>, &backward<Op>);
 }
 
 // selu_alpha_dropout: SELU, then AlphaDropout in train mode, in one pass. The train-mode forward
