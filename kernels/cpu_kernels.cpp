@@ -89,75 +89,58 @@ C10_ALWAYS_INLINE void half_row(Op op, c10::Half* out, std::array<const c10::Hal
 }
 #endif
 
-// The loop is compiled three times, for the baseline x86-64, x86-64-v3 (AVX2, FMA) and x86-64-v4
+// The loops are compiled three times, for the baseline x86-64, x86-64-v3 (AVX2, FMA) and x86-64-v4
 // (AVX-512), and each call takes the copy that cpu_vector_level() picks and cpu_loop_name() reports: a
 // wheel must run on any x86-64 CPU, and each level doubles the lanes of every vectorized step. The choice
 // follows ATen's CPU capability, so ATEN_CPU_CAPABILITY=avx2 runs the x86-64-v3 copy and =default the
-// baseline (the tests check each).
+// baseline (the tests check each). f(level) is compiled for each level (f inlines into each copy).
 #if defined(__GNUC__) && defined(__x86_64__)
 #define ACT_HAS_X86_64_LEVELS 1
-template <typename scalar_t, typename Op, typename Stride, typename Words, size_t... I>
-__attribute__((target("arch=x86-64-v3"), noinline)) void cpu_row_x86_64_v3(
-    Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in, std::array<Stride, sizeof...(I) + 1> step,
-    Words words, int64_t n, std::index_sequence<I...> seq) {
-  if constexpr (kStagesHalf<scalar_t, Op, Stride>) return half_row(op, out, in, words, n, seq);
-  cpu_row(op, out, in, step, words, n, seq);
+template <typename F>
+__attribute__((target("arch=x86-64-v3"), noinline)) void on_x86_64_v3(const F& f) {
+  f(std::integral_constant<int, 1>{});
 }
 
-template <typename scalar_t, typename Op, typename Stride, typename Words, size_t... I>
-__attribute__((target("arch=x86-64-v4"), noinline)) void cpu_row_x86_64_v4(
-    Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in, std::array<Stride, sizeof...(I) + 1> step,
-    Words words, int64_t n, std::index_sequence<I...> seq) {
-  if constexpr (kStagesHalf<scalar_t, Op, Stride>) return half_row(op, out, in, words, n, seq);
-  cpu_row(op, out, in, step, words, n, seq);
+template <typename F>
+__attribute__((target("arch=x86-64-v4"), noinline)) void on_x86_64_v4(const F& f) {
+  f(std::integral_constant<int, 2>{});
 }
 #endif
+
+template <typename F>
+void at_cpu_level(const F& f) {
+#ifdef ACT_HAS_X86_64_LEVELS
+  switch (cpu_vector_level()) {
+    case 2: return on_x86_64_v4(f);
+    case 1: return on_x86_64_v3(f);
+    default: break;
+  }
+#endif
+  f(std::integral_constant<int, 0>{});
+}
 
 template <typename scalar_t, typename Op, typename Stride, typename Words, size_t... I>
 void run_row(Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in,
              std::array<Stride, sizeof...(I) + 1> step, Words words, int64_t n, std::index_sequence<I...> seq) {
+  at_cpu_level([&](auto level) __attribute__((always_inline)) {
 #ifdef ACT_HAS_X86_64_LEVELS
-  switch (cpu_vector_level()) {
-    case 2: return cpu_row_x86_64_v4(op, out, in, step, words, n, seq);
-    case 1: return cpu_row_x86_64_v3(op, out, in, step, words, n, seq);
-    default: break;
-  }
+    if constexpr (decltype(level)::value >= 1 && kStagesHalf<scalar_t, Op, Stride>) {
+      return half_row(op, out, in, words, n, seq);
+    }
 #endif
-  cpu_row(op, out, in, step, words, n, seq);
+    cpu_row(op, out, in, step, words, n, seq);
+  });
 }
 
 // The words of Philox blocks first .. first + n - 1, four a block, into `words`: independent blocks, a loop
 // each level's copy vectorizes.
-C10_ALWAYS_INLINE void philox_blocks(const PhiloxStream& stream, uint64_t first, int64_t n, uint32_t* words) {
-  for (int64_t j = 0; j < n; ++j) {
-    const PhiloxStream::Block b = stream.block(first + uint64_t(j));
-    for (int w = 0; w < 4; ++w) words[4 * j + w] = b.v[w];
-  }
-}
-
-#ifdef ACT_HAS_X86_64_LEVELS
-__attribute__((target("arch=x86-64-v3"), noinline)) void philox_blocks_x86_64_v3(const PhiloxStream& stream,
-                                                                                 uint64_t first, int64_t n,
-                                                                                 uint32_t* words) {
-  philox_blocks(stream, first, n, words);
-}
-
-__attribute__((target("arch=x86-64-v4"), noinline)) void philox_blocks_x86_64_v4(const PhiloxStream& stream,
-                                                                                 uint64_t first, int64_t n,
-                                                                                 uint32_t* words) {
-  philox_blocks(stream, first, n, words);
-}
-#endif
-
 void run_philox_blocks(const PhiloxStream& stream, uint64_t first, int64_t n, uint32_t* words) {
-#ifdef ACT_HAS_X86_64_LEVELS
-  switch (cpu_vector_level()) {
-    case 2: return philox_blocks_x86_64_v4(stream, first, n, words);
-    case 1: return philox_blocks_x86_64_v3(stream, first, n, words);
-    default: break;
-  }
-#endif
-  philox_blocks(stream, first, n, words);
+  at_cpu_level([&](auto) __attribute__((always_inline)) {
+    for (int64_t j = 0; j < n; ++j) {
+      const PhiloxStream::Block b = stream.block(first + uint64_t(j));
+      for (int w = 0; w < 4; ++w) words[4 * j + w] = b.v[w];
+    }
+  });
 }
 
 // A random op's row of unit steps, a chunk at a time: the chunk's Philox blocks, then the op over the chunk
@@ -169,15 +152,20 @@ void random_unit_row(const Op& op, const PhiloxStream& stream, int64_t index, sc
   constexpr int64_t kPerBlock = 128 / Op::random_bits;
   constexpr int64_t kBlocks = 64;
   alignas(64) uint32_t block_words[4 * kBlocks];
-  alignas(64) Word words[kPerBlock * kBlocks];
+  alignas(64) uint16_t words[sizeof(Word) == 2 ? kPerBlock * kBlocks : 1];
   for (int64_t i = 0; i < n;) {
     const uint64_t first = uint64_t(index + i);
     const int64_t skip = int64_t(first % kPerBlock);
     const int64_t m = std::min(n - i, kPerBlock * kBlocks - skip);
     const int64_t blocks = (skip + m + kPerBlock - 1) / kPerBlock;
     run_philox_blocks(stream, first / kPerBlock, blocks, block_words);
-    std::memcpy(words, block_words, size_t(blocks) * 16);  // 16-bit words: low halves first, as extract's
-    const Word* row_words = words + skip;
+    const Word* row_words;
+    if constexpr (sizeof(Word) == 2) {  // low halves first, as extract's
+      std::memcpy(words, block_words, size_t(blocks) * 16);
+      row_words = words + skip;
+    } else {
+      row_words = block_words + skip;
+    }
     run_row(op, out + i, {(in[I] + i)...}, std::array<UnitStride, sizeof...(I) + 1>{}, row_words, m, seq);
     i += m;
   }
