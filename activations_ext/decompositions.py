@@ -7,7 +7,6 @@ it rounds as the kernel does. Where no aten formulation can promise that, the fu
 """
 
 import math
-import struct
 
 import torch
 
@@ -48,21 +47,49 @@ def _expm1_libdevice_float32(x: torch.Tensor) -> torch.Tensor:
     return torch.where(x > -_FLOAT32_EXPM1_IS_X, x, torch.expm1(x))
 
 
-def _expm1_double_arithmetic(x: torch.Tensor) -> torch.Tensor:
-    """The CPU kernel's expm1 for float x <= 0 (``expm1_nonpositive_host`` in kernels/activations.h), step
-    for step: x = k ln2 + r, expm1(r) by its Taylor series to r^11 in double, 2^k from k's bits."""
-    round_shift = float.fromhex("0x1.8p52")  # adding it rounds to an integer, kept in the low bits
-    xd = torch.where(x > 0, 0.0, torch.where(x < -100.0, -100.0, x.double()))
-    shifted = xd * float.fromhex("0x1.71547652b82fep0") + round_shift
-    k = shifted - round_shift
-    r = (xd - k * float.fromhex("0x1.62e42feep-1")) - k * float.fromhex("0x1.a39ef35793c76p-33")
-    u = torch.full_like(r, 1 / math.factorial(11))
-    for n in range(10, 0, -1):  # Horner: r * (1 + r * (1/2! + r * (1/3! + ... + r * (1/11!))))
-        u = 1 / math.factorial(n) + r * u
-    p = r * u
-    k_bits = shifted.view(torch.int64) - _float64_bits(round_shift)  # k, two's complement
-    two_k = ((k_bits + 1023) << 52).view(torch.float64)
-    return torch.where(k == 0, p, two_k * p + (two_k - 1)).float()
+def _split(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """x's high and low 12 bits (float32), for Dekker's exact products (``split_float``)."""
+    scaled = x * 4097.0
+    hi = scaled - (scaled - x)
+    return hi, x - hi
+
+
+def _expm1_times_float_arithmetic(coef: float, x: torch.Tensor) -> torch.Tensor:
+    """The CPU kernel's ``coef * expm1(x)`` for float x <= 0 (``expm1_nonpositive_times`` in
+    kernels/activations.h), step for step in float32: x = k ln2 + r, expm1 as head + tail with the leading sums'
+    rounding errors kept, then Dekker's product with ``coef`` (float64, taken as two float32s), rounded once at
+    the end."""
+    round_shift = float.fromhex("0x1.8p23")
+    x = torch.where(x > 0, 0.0, torch.where(x < -64.0, -64.0, x))
+    k = (x * float.fromhex("0x1.715476p+0") + round_shift) - round_shift
+    r_hi = x - k * float.fromhex("0x1.62e4p-1")
+    k_ln2_lo = k * float.fromhex("0x1.7f7d1cp-20")
+    r = r_hi - k_ln2_lo
+    r_lo = (r_hi - r) - k_ln2_lo
+    r1, r2 = _split(r)
+    square = r * r
+    square_lo = ((r1 * r1 - square) + 2.0 * r1 * r2) + r2 * r2
+    cube_coef = torch.full_like(r, _to_float32(1 / 40320))
+    for n in (5040, 720, 120, 24, 6):  # Horner: 1/3! + r * (1/4! + ... + r * (1/8!))
+        cube_coef = _to_float32(1 / n) + r * cube_coef
+    rest = r_lo + (0.5 * square_lo + square * r * cube_coef)
+    two_k = ((k.to(torch.int32) + 127) << 23).view(torch.float32)
+    c = two_k - 1.0
+    c_lo = (-1.0 - c) + two_k
+    linear, quadratic = two_k * r, two_k * (0.5 * square)
+    head1 = c + linear
+    error1 = (c - head1) + linear
+    head = head1 + quadratic
+    error2 = (head1 - head) + quadratic
+    tail = ((error1 + error2) + c_lo) + two_k * rest
+    coef_hi = _to_float32(coef)
+    coef_lo = _to_float32(coef - coef_hi)
+    coef1, coef2 = (_to_float32(v) for v in _split(torch.tensor(coef_hi, dtype=torch.float32)))
+    head_hi, head_lo = _split(head)
+    product = coef_hi * head
+    product_lo = ((coef1 * head_hi - product) + coef1 * head_lo + coef2 * head_hi) + coef2 * head_lo
+    result = product + (product_lo + (coef_hi * tail + coef_lo * head))
+    return torch.where(x > -(2.0**-90), coef_hi * x, result)
 
 
 def _exp_float_arithmetic(x: torch.Tensor) -> torch.Tensor:
@@ -82,19 +109,17 @@ def _exp_float_arithmetic(x: torch.Tensor) -> torch.Tensor:
     return p * two_k_normal * two_k_rest
 
 
-def _float64_bits(value: float) -> int:
-    return struct.unpack("<q", struct.pack("<d", value))[0]
-
-
-def _expm1_nonpositive(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
-    """expm1 of the compute-type ``x`` (only x <= 0 is used) as the kernel for storage ``dtype`` on
-    ``x``'s device computes it, or None where no aten formulation rounds the same way."""
+def _selu_negative(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
+    """SELU's negative branch, alpha * scale * expm1(x), of the compute-type ``x`` (only x <= 0 is used) as the
+    kernel for storage ``dtype`` on ``x``'s device computes it, or None where no aten formulation rounds the same
+    way."""
+    coef = _NEG_COEF[x.dtype]
     if x.device.type == "cuda":
         if dtype.itemsize == 2:
-            return _expm1_from_exp2(x)
-        return _expm1_libdevice_float32(x) if dtype == torch.float32 else torch.expm1(x)
+            return _expm1_from_exp2(x) * coef
+        return (_expm1_libdevice_float32(x) if dtype == torch.float32 else torch.expm1(x)) * coef
     if x.device.type == "cpu" and dtype != torch.float64:
-        return _expm1_double_arithmetic(x)
+        return _expm1_times_float_arithmetic(SELU_ALPHA * SELU_SCALE, x)
     return None  # float64 on the CPU calls libm's expm1, which generated code does not
 
 
@@ -117,10 +142,10 @@ def selu(x: torch.Tensor) -> torch.Tensor:
     """``act::selu``: ``scale * x`` for x > 0, ``alpha * scale * expm1(x)`` otherwise, in the compute type."""
     acc = _compute_dtype(x.dtype)
     xa = x.to(acc)
-    expm1 = _expm1_nonpositive(xa, x.dtype)
-    if expm1 is None:
+    negative = _selu_negative(xa, x.dtype)
+    if negative is None:
         return NotImplemented
-    return torch.where(xa <= 0, expm1 * _NEG_COEF[acc], xa * SELU_SCALE).to(x.dtype)
+    return torch.where(xa <= 0, negative, xa * SELU_SCALE).to(x.dtype)
 
 
 def selu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is_result: bool = True) -> torch.Tensor:

@@ -51,26 +51,53 @@ inline To bits_as(const From& from) {
   return to;
 }
 
-// expm1(x) for float x <= 0 on the CPU, in double arithmetic the compiler vectorizes (a call to
-// expm1f keeps the whole loop scalar): x = k ln2 + r with |r| <= ln2 / 2, expm1(r) by its Taylor
-// series to r^11 (relative error < 1e-12), and expm1(x) = 2^k expm1(r) + (2^k - 1). Rounded to
-// float that is expm1f's correctly rounded value, barring near-ties. Positive x is clamped to 0
-// (SELU discards that branch), x < -100 to -100 (the result is -1 either way); NaN passes.
-inline float expm1_nonpositive_host(float x_in) {
-  const double x = x_in > 0.f ? 0.0 : x_in < -100.f ? -100.0 : double(x_in);
-  constexpr double kRound = 0x1.8p52;  // adding it rounds to an integer, kept in the low bits
-  constexpr double kLn2Hi = 0x1.62e42feep-1;  // k * kLn2Hi is exact for |k| < 2^11
-  constexpr double kLn2Lo = 0x1.a39ef35793c76p-33;
-  const double shifted = x * 0x1.71547652b82fep0 + kRound;
-  const double k = shifted - kRound;
-  const double r = (x - k * kLn2Hi) - k * kLn2Lo;
-  // r * (1 + ...), not r + r^2 (...): -0.0 stays -0.0.
-  const double p =
-      r * (1 + r * (1. / 2 + r * (1. / 6 + r * (1. / 24 + r * (1. / 120 + r * (1. / 720 + r * (1. / 5040 +
-      r * (1. / 40320 + r * (1. / 362880 + r * (1. / 3628800 + r * (1. / 39916800)))))))))));
-  const uint64_t k_bits = bits_as<uint64_t>(shifted) - bits_as<uint64_t>(kRound);  // k, two's complement
-  const double two_k = bits_as<double>((k_bits + 1023) << 52);
-  return static_cast<float>(k == 0 ? p : two_k * p + (two_k - 1));
+// x's high and low 12 bits, for Dekker's exact products.
+inline void split_float(float x, float& hi, float& lo) {
+  const float scaled = x * 4097.f;
+  hi = scaled - (scaled - x);
+  lo = x - hi;
+}
+
+// coef * expm1(x) for float x <= 0 on the CPU, rounded once, in float arithmetic the compiler vectorizes
+// (16 lanes with AVX-512; a call to expm1f keeps the loop scalar). x = k ln2 + r with |r| <= ln2 / 2
+// (Cody-Waite), expm1(x) = (2^k - 1) + 2^k (r + r^2 / 2 + rest), the leading terms added with their rounding
+// errors kept (Fast2Sum, each sum's first term the larger; r^2 exact as Dekker's product): expm1 = head +
+// tail to about 0.05 ulp of head. The product with coef = coef_hi + coef_lo is Dekker's too, so that only the
+// last sum rounds.
+// k = 0 is the same formula (2^k - 1 = 0). Positive x is clamped to 0 (SELU discards that branch), x < -64
+// to -64 (the result is -coef either way).
+inline float expm1_nonpositive_times(float coef_hi, float coef_lo, float x_in) {
+  const float x = x_in > 0.f ? 0.f : x_in < -64.f ? -64.f : x_in;
+  constexpr float kRound = 0x1.8p23f;  // adding it rounds to an integer
+  const float k = (x * 0x1.715476p+0f + kRound) - kRound;
+  const float r_hi = x - k * 0x1.62e4p-1f;  // exact: ln2 in two parts, the first exact in k * ln2
+  const float k_ln2_lo = k * 0x1.7f7d1cp-20f;
+  const float r = r_hi - k_ln2_lo;
+  const float r_lo = (r_hi - r) - k_ln2_lo;
+  float r1, r2;
+  split_float(r, r1, r2);
+  const float square = r * r;
+  const float square_lo = ((r1 * r1 - square) + 2.f * r1 * r2) + r2 * r2;
+  const float cube_coef = 1.f / 6 + r * (1.f / 24 + r * (1.f / 120 + r * (1.f / 720 + r * (1.f / 5040 +
+                          r * (1.f / 40320)))));
+  const float rest = r_lo + (0.5f * square_lo + square * r * cube_coef);
+  const float two_k = bits_as<float>(uint32_t(int32_t(k) + 127) << 23);
+  const float c = two_k - 1.f;
+  const float c_lo = (-1.f - c) + two_k;  // inexact below k = -24
+  const float linear = two_k * r, quadratic = two_k * (0.5f * square);
+  const float head1 = c + linear;
+  const float error1 = (c - head1) + linear;
+  const float head = head1 + quadratic;
+  const float error2 = (head1 - head) + quadratic;
+  const float tail = ((error1 + error2) + c_lo) + two_k * rest;
+  float coef1, coef2, head_hi, head_lo;
+  split_float(coef_hi, coef1, coef2);
+  split_float(head, head_hi, head_lo);
+  const float product = coef_hi * head;
+  const float product_lo = ((coef1 * head_hi - product) + coef1 * head_lo + coef2 * head_hi) + coef2 * head_lo;
+  const float result = product + (product_lo + (coef_hi * tail + coef_lo * head));
+  // Below 2^-90 in magnitude expm1(x) rounds to x, and Dekker's product is no longer exact; -0.0 stays -0.0.
+  return x > -0x1p-90f ? coef_hi * x : result;
 }
 
 // exp(x) for float x <= 0 on the CPU, in float arithmetic (twice the lanes of double; no cancellation to guard
@@ -137,8 +164,6 @@ C10_HOST_DEVICE inline acc_t expm1_nonpositive(acc_t x) {
     return x > -0.03125f ? series : exp_flush_subnormal(x) - 1.f;
   }
   if constexpr (std::is_same_v<acc_t, float>) return expm1f_negative(x);
-#else
-  if constexpr (std::is_same_v<acc_t, float>) return expm1_nonpositive_host(x);
 #endif
   return expm1_of(x);
 }
@@ -156,8 +181,9 @@ inline acc_t negative_branch_or(bool negative, acc_t coef, F f, acc_t x, acc_t p
 }
 #endif
 
-// The expressions follow ATen's elu kernels term for term (alpha * scale folded in acc_t,
-// `<= 0` picking the negative branch) so results round exactly as torch.selu's do.
+// The expressions follow ATen's elu kernels (alpha * scale folded in acc_t, `<= 0` picking the negative
+// branch), except that on the CPU for float the negative branch's product is rounded once (0.80 ulp at
+// worst over every negative float, where torch's CPU kernel reaches 1.60).
 template <typename scalar_t>
 struct SeluForward {
   using Args = NoArgs;
@@ -175,7 +201,15 @@ struct SeluForward {
     const acc_t positive = x * acc_t(kSeluScale);
     return x < acc_t(0) ? negative : positive;
 #else
-    return negative_branch_or(x <= acc_t(0), neg_coef, expm1_nonpositive<scalar_t, acc_t>, x, x * acc_t(kSeluScale));
+    const auto negative = [](acc_t v) {
+      // alpha * scale to twice float's precision, for a product rounded once.
+      constexpr double exact_coef = kSeluAlpha * kSeluScale;
+      if constexpr (std::is_same_v<acc_t, float>) {
+        return expm1_nonpositive_times(float(exact_coef), float(exact_coef - float(exact_coef)), v);
+      }
+      return neg_coef * expm1_of(v);
+    };
+    return negative_branch_or(x <= acc_t(0), acc_t(1), negative, x, x * acc_t(kSeluScale));
 #endif
   }
 };
