@@ -59,17 +59,17 @@ def check_ops(device: torch.device) -> list[str]:
         g = torch.rand_like(x) + 0.5
         cases = {}
         for a in ACTIVATIONS.values():
-            ops, (name, inplace, out, backward) = a.ops, a.ops.names
+            ops, (name, inplace, out, _) = a.ops, a.ops.names
             reference = a.reference(xr)
             result = ops.forward(x)
             cases[name] = (result, reference, None)
             cases[inplace] = (ops.inplace(x.clone()), reference, None)
             cases[out] = (ops.out(x, out=torch.full_like(x, float("nan"))), reference, None)
-            scale = a.backward_scale(g.cpu()) if a.backward_scale else None  # the terms it cancels
-            expected = a.backward_reference(g.cpu(), result.cpu())
-            cases[backward] = (ops.backward(g, result), expected, scale)
-            from_input = ops.backward(g, x, is_result=False)
-            cases[f"{backward}(x)"] = (from_input, a.input_backward_reference(g.cpu(), xr), None)
+            for form in a.gradients:
+                saved = result if form.is_result else x
+                scale = form.scale(g.cpu(), saved.cpu()) if form.scale else None  # the terms it cancels
+                expected = form.reference(g.cpu(), saved.cpu())
+                cases[a.gradient_name(form)] = (ops.backward(g, saved, is_result=form.is_result), expected, scale)
         for name, (actual, expected, scale) in cases.items():
             size = expected.abs() if scale is None else torch.maximum(expected.abs(), scale.abs())
             # Relative to the smallest normal at least: below it a result has a subnormal ulp.
@@ -110,7 +110,7 @@ def check_selu_alpha_dropout(device: torch.device, p: float = 0.1, n: int = 1 <<
 
 def ulp_table(chosen: list[torch.device]) -> dict:
     """The largest error of each op in ulps of its dtype, over SELU's whole range; printed as a table."""
-    ops = [op for a in ACTIVATIONS.values() for op in (a.name, a.ops.names[3], f"{a.ops.names[3]}(x)")]
+    ops = [op for a in ACTIVATIONS.values() for op in (a.name, *(a.gradient_name(g) for g in a.gradients))]
     print("\nmax ulp error vs float64 (_backward: from the result; _backward(x): from the input)")
     print(f"{'device':6} {'dtype':9}" + "".join(f" {op:>17}" for op in ops))
     table = {}

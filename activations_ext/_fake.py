@@ -41,10 +41,19 @@ def _register(activation: Activation) -> None:
         check_out(op, x, out)
         return out
 
+    from_result = activation.gradient(is_result=True) is not None
+
     @torch.library.register_fake(f"act::{backward}")
-    def _backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is_result: bool = True) -> torch.Tensor:
+    def _backward(
+        grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is_result: bool = from_result
+    ) -> torch.Tensor:
         _inductor.prepare()
         check_backward(backward, grad_output, self_or_result)
+        if is_result and not from_result:
+            raise RuntimeError(
+                f"act.{backward}: {op}'s gradient is taken from its input (is_result=False): its result does not "
+                "determine it"
+            )
         # aten.add's fake kernel lays out as eager TensorIterator does; elu_backward's own does not.
         if activation.backward_layout_from_grad:
             return torch.ops.aten.add(grad_output, self_or_result)

@@ -52,6 +52,31 @@ def relu_backward_reference(grad: torch.Tensor, result: torch.Tensor) -> torch.T
     return torch.where(r > 0, g, 0.0)
 
 
+def silu_reference(x: torch.Tensor) -> torch.Tensor:
+    """SiLU in float64: ``x / (1 + exp(-x))``."""
+    x = x.double()
+    return x / (1 + torch.exp(-x))
+
+
+def silu_backward_reference(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """d silu / dx times ``grad`` in float64: ``sigmoid(x) (1 + x (1 - sigmoid(x)))``."""
+    g, x = grad.double(), x.double()
+    sigmoid = torch.sigmoid(x)
+    return g * sigmoid * (1 + x * (1 - sigmoid))
+
+
+def silu_backward_scale(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """The size of the terms silu's gradient adds, ``grad * sigmoid(x) * (1 + |x (1 - sigmoid(x))|)``."""
+    g, x = grad.double(), x.double()
+    sigmoid = torch.sigmoid(x)
+    return g * sigmoid * (1 + (x * (1 - sigmoid)).abs())
+
+
+def _bound_for(bound: tuple[float, float, float], dtype: torch.dtype) -> float:
+    """The entry of a (16-bit types, float32, float64) ulp bound for ``dtype``."""
+    return bound[{2: 0, 4: 1, 8: 2}[dtype.itemsize]]
+
+
 def _overload(name: str) -> torch._ops.OpOverload:
     """``torch.ops.act`` overload of a schema's name: "selu.out" -> act.selu.out, "selu_" -> act.selu_.default."""
     packet, _, overload = name.partition(".")
@@ -81,6 +106,30 @@ _OPS = _built_ops()
 
 
 @dataclass(frozen=True)
+class Gradient:
+    """One form of an activation's backward op, ``name_backward(grad_output, saved, is_result=...)``.
+
+    Attributes:
+        is_result: whether ``saved`` is the forward's result (else its input).
+        reference: the gradient in float64, from ``(grad_output, saved)``.
+        torch_op: ATen's kernel for the same, from ``(grad_output, saved)``.
+        ulp_bound: the largest error the kernels may make, (16-bit types, float32, float64), in ulps of the
+            result or of ``scale`` where that is larger.
+        scale: the size of the terms the gradient cancels, from ``(grad_output, saved)`` (None: its result).
+    """
+
+    is_result: bool
+    reference: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    torch_op: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    ulp_bound: tuple[float, float, float]
+    scale: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
+
+    def bound(self, dtype: torch.dtype) -> float:
+        """The ulp bound for results in ``dtype``."""
+        return _bound_for(self.ulp_bound, dtype)
+
+
+@dataclass(frozen=True)
 class Activation:
     """One elementwise activation: its float64 math and torch's own implementation of it.
 
@@ -89,38 +138,28 @@ class Activation:
         module_name: the name of its ``nn.Module`` drop-in.
         summary: what it computes, in a line: the first line of its functional form's and module's docstrings.
         reference: the forward in float64.
-        backward_reference: ``name_backward(grad, result)`` in float64.
-        input_backward_reference: ``name_backward(grad, x, is_result=False)`` in float64.
         torch_forward: torch's op, as the benchmark's and the main job's comparison.
-        torch_inplace: torch's in-place op (its gradient comes from the result, as the in-place form's does).
+        torch_inplace: torch's in-place op.
         torch_out: ``(x, out)``: torch's kernel for the forward writing ``out``, the benchmark's comparison for
             ``name.out`` (so both write the same buffer: where a buffer lies moves a mid-size time by a few %).
-        torch_backward: ATen's backward kernel taking ``(grad_output, result)``.
-        torch_input_backward: ATen's backward kernel taking ``(grad_output, x)``, as torch's out-of-place op
-            differentiates.
-        ulp_bound: the largest error the kernels may make, in ulps of the 16-bit types and of float32/float64
-            (``numerics.max_ulp_errors`` measures it; ``name_backward`` in ulps of its cancelled terms).
-        input_backward_ulp_bound: the same for ``name_backward(grad, x, is_result=False)``.
+        ulp_bound: the largest error the forward may make, in ulps of the 16-bit types, float32 and float64
+            (``numerics.max_ulp_errors`` measures it).
+        gradients: the forms of ``name_backward``, from the result and from the input; an activation whose
+            result does not determine its gradient has only the second.
         backward_layout_from_grad: the backward's output is laid out as ATen's TensorIterator lays out an op
             on (grad_output, saved), as elu_backward does; else on (saved, grad_output), as threshold_backward.
-        backward_scale: for ulp bounds of the backward, the size of the terms it cancels (None: its result).
     """
 
     name: str
     module_name: str
     summary: str
     reference: Callable[[torch.Tensor], torch.Tensor]
-    backward_reference: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
     torch_forward: Callable[[torch.Tensor], torch.Tensor]
     torch_inplace: Callable[[torch.Tensor], torch.Tensor]
     torch_out: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-    torch_backward: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-    torch_input_backward: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-    ulp_bound: tuple[float, float]  # (16-bit types, float32 and float64)
-    input_backward_ulp_bound: tuple[float, float]
-    input_backward_reference: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    ulp_bound: tuple[float, float, float]  # (16-bit types, float32, float64)
+    gradients: tuple[Gradient, ...]
     backward_layout_from_grad: bool
-    backward_scale: Callable[[torch.Tensor], torch.Tensor] | None = None
 
     @property
     def ops(self) -> Ops:
@@ -128,12 +167,17 @@ class Activation:
         return _OPS[self.name]
 
     def bound(self, dtype: torch.dtype) -> float:
-        """The ulp bound for results in ``dtype``."""
-        return self.ulp_bound[0] if dtype.itemsize == 2 else self.ulp_bound[1]
+        """The forward's ulp bound for results in ``dtype``."""
+        return _bound_for(self.ulp_bound, dtype)
 
-    def input_backward_bound(self, dtype: torch.dtype) -> float:
-        """The ulp bound of the gradient from the input, for results in ``dtype``."""
-        return self.input_backward_ulp_bound[0] if dtype.itemsize == 2 else self.input_backward_ulp_bound[1]
+    def gradient_name(self, gradient: Gradient) -> str:
+        """The name tables and tests give a gradient form: ``selu_backward`` from the result, ``selu_backward(x)``
+        from the input."""
+        return self.ops.names[3] + ("" if gradient.is_result else "(x)")
+
+    def gradient(self, is_result: bool) -> Gradient | None:
+        """Its gradient form from the result (or the input), if it has one."""
+        return next((g for g in self.gradients if g.is_result == is_result), None)
 
 
 ACTIVATIONS = {
@@ -144,37 +188,75 @@ ACTIVATIONS = {
             "SELU",
             "SELU, ``scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))`` with torch's alpha and scale.",
             selu_reference,
-            selu_backward_reference,
             torch.selu,
             torch.selu_,
             lambda x, out: torch.ops.aten.elu.out(x, SELU_ALPHA, SELU_SCALE, 1.0, out=out),
-            lambda g, r: torch.ops.aten.elu_backward(g, SELU_ALPHA, SELU_SCALE, 1.0, True, r),
-            lambda g, x: torch.ops.aten.elu_backward(g, SELU_ALPHA, SELU_SCALE, 1.0, False, x),
             # float32/float64: expm1's error; 16-bit: one rounding of the float32 result.
-            ulp_bound=(1.0, 2.0),
-            # float32/float64: exp's error (CUDA's expf: 2 ulps) and the roundings of two products, each counting
-            # up to double where the result sits low in its binade (H100, float32: 3.24 ulps; torch's no less).
-            input_backward_ulp_bound=(1.0, 4.0),
-            input_backward_reference=selu_input_backward_reference,
+            ulp_bound=(1.0, 2.0, 2.0),
+            gradients=(
+                # Near saturation selu_backward cancels the result against alpha * scale, as elu_backward does.
+                Gradient(
+                    True,
+                    selu_backward_reference,
+                    lambda g, r: torch.ops.aten.elu_backward(g, SELU_ALPHA, SELU_SCALE, 1.0, True, r),
+                    ulp_bound=(1.0, 2.0, 2.0),
+                    scale=lambda g, r: g.double() * SELU_SCALE * SELU_ALPHA,
+                ),
+                # float32/float64: exp's error (CUDA's expf: 2 ulps) and the roundings of two products, each
+                # counting up to double where the result sits low in its binade (H100, float32: 3.24 ulps; torch's
+                # no less).
+                Gradient(
+                    False,
+                    selu_input_backward_reference,
+                    lambda g, x: torch.ops.aten.elu_backward(g, SELU_ALPHA, SELU_SCALE, 1.0, False, x),
+                    ulp_bound=(1.0, 4.0, 4.0),
+                ),
+            ),
             backward_layout_from_grad=True,
-            # Near saturation selu_backward cancels the result against alpha * scale, as elu_backward does.
-            backward_scale=lambda g: g.double() * SELU_SCALE * SELU_ALPHA,
         ),
         Activation(
             "relu",
             "ReLU",
             "ReLU, ``max(0, x)``, passing NaN through as ``torch.relu`` does.",
             relu_reference,
-            relu_backward_reference,
             torch.relu,
             torch.relu_,
             lambda x, out: torch.clamp_min(x, 0, out=out),
-            lambda g, r: torch.ops.aten.threshold_backward(g, r, 0),
-            lambda g, x: torch.ops.aten.threshold_backward(g, x, 0),
-            ulp_bound=(0.0, 0.0),
-            input_backward_ulp_bound=(0.0, 0.0),
-            input_backward_reference=relu_backward_reference,
+            ulp_bound=(0.0, 0.0, 0.0),
+            gradients=tuple(
+                Gradient(
+                    is_result,
+                    relu_backward_reference,
+                    lambda g, s: torch.ops.aten.threshold_backward(g, s, 0),
+                    ulp_bound=(0.0, 0.0, 0.0),
+                )
+                for is_result in (True, False)
+            ),
             backward_layout_from_grad=False,
+        ),
+        Activation(
+            "silu",
+            "SiLU",
+            "SiLU (swish), ``x * sigmoid(x)``.",
+            silu_reference,
+            torch.nn.functional.silu,
+            torch.ops.aten.silu_,
+            lambda x, out: torch.ops.aten.silu.out(x, out=out),
+            # Computed in double for float32 and float64 (16-bit on the CPU too): one rounding; in float64, torch's
+            # formula and bits, whose exp and two roundings reach about 2 ulps of the exact value, measured against a
+            # float64 reference that itself is off by as much (4 in all).
+            ulp_bound=(1.0, 1.0, 4.0),
+            gradients=(
+                # The gradient has a root near x = -1.28, where 1 + x (1 - sigmoid(x)) cancels: in ulps of its terms.
+                Gradient(
+                    False,
+                    silu_backward_reference,
+                    lambda g, x: torch.ops.aten.silu_backward(g, x),
+                    ulp_bound=(1.0, 1.0, 2.0),
+                    scale=silu_backward_scale,
+                ),
+            ),
+            backward_layout_from_grad=True,
         ),
     )
 }

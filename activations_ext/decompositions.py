@@ -84,7 +84,7 @@ def _expm1_times_float_arithmetic(coef: float, x: torch.Tensor) -> torch.Tensor:
     tail = ((error1 + error2) + c_lo) + two_k * rest
     coef_hi = _to_float32(coef)
     coef_lo = _to_float32(coef - coef_hi)
-    coef1, coef2 = (_to_float32(v) for v in _split(torch.tensor(coef_hi, dtype=torch.float32)))
+    coef1, coef2 = (v.item() for v in _split(torch.tensor(coef_hi, dtype=torch.float32)))
     head_hi, head_lo = _split(head)
     product = coef_hi * head
     product_lo = ((coef1 * head_hi - product) + coef1 * head_lo + coef2 * head_hi) + coef2 * head_lo
@@ -174,10 +174,36 @@ def relu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is
     return torch.where(self_or_result <= 0, 0.0, grad_output)
 
 
+def _silu_math_dtype(x: torch.Tensor) -> torch.dtype:
+    """The kernels' arithmetic for SiLU: float for the 16-bit types on CUDA, double otherwise."""
+    return torch.float32 if x.device.type == "cuda" and x.dtype.itemsize == 2 else torch.float64
+
+
+def silu(x: torch.Tensor) -> torch.Tensor:
+    """``act::silu``: ``x / (1 + exp(-x))`` in the kernel's arithmetic, rounded to the compute type, then the dtype.
+    Generated code calls libm's (or libdevice's) exp where the kernel calls Sleef's (or CUDA's): within the ulp
+    bounds, not always the same bits."""
+    xm = x.to(_silu_math_dtype(x))
+    return (xm / (1 + torch.exp(-xm))).to(_compute_dtype(x.dtype)).to(x.dtype)
+
+
+def silu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is_result: bool = False) -> torch.Tensor:
+    """``act::silu_backward`` from the input: ``grad * sigmoid(x) * (1 + x * (1 - sigmoid(x)))`` in the kernel's
+    arithmetic (from the result the kernel refuses, and so stays a call)."""
+    if is_result:
+        return NotImplemented
+    math = _silu_math_dtype(self_or_result)
+    x, g = self_or_result.to(math), grad_output.to(_compute_dtype(grad_output.dtype)).to(math)
+    sigmoid = 1 / (1 + torch.exp(-x))
+    return (g * (sigmoid * (1 + x * (1 - sigmoid)))).to(_compute_dtype(self_or_result.dtype)).to(self_or_result.dtype)
+
+
 # What each act op decomposes to; the in-place and out= forms reach Inductor as these (C++ functionalization).
 DECOMPOSITIONS = {
     torch.ops.act.selu.default: selu,
     torch.ops.act.selu_backward.default: selu_backward,
     torch.ops.act.relu.default: relu,
     torch.ops.act.relu_backward.default: relu_backward,
+    torch.ops.act.silu.default: silu,
+    torch.ops.act.silu_backward.default: silu_backward,
 }

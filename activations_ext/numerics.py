@@ -39,16 +39,15 @@ def whole_range_inputs() -> torch.Tensor:
     ).float()
 
 
-# The bounds every table entry meets, in ulps, per dtype and op: each activation, its backward from the result,
-# and its backward from the input ("name_backward(x)").
+# The bounds every table entry meets, in ulps, per dtype and op: each activation and each form of its backward
+# ("name_backward" from the result, "name_backward(x)" from the input).
 ULP_BOUNDS = {
     dtype: {
         entry: bound
         for a in ACTIVATIONS.values()
         for entry, bound in (
             (a.name, a.bound(dtype)),
-            (a.ops.names[3], a.bound(dtype)),
-            (f"{a.ops.names[3]}(x)", a.input_backward_bound(dtype)),
+            *((a.gradient_name(g), g.bound(dtype)) for g in a.gradients),
         )
     }
     for dtype in DTYPES
@@ -70,46 +69,44 @@ def eager_forward(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
     return tuple(a.ops.forward(x) for a in ACTIVATIONS.values())
 
 
-def eager_backward(grad: torch.Tensor, *results: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Every activation's backward op at ``grad`` and its forward result, in ``ACTIVATIONS``' order."""
-    return tuple(a.ops.backward(grad, result) for a, result in zip(ACTIVATIONS.values(), results, strict=True))
-
-
-def eager_input_backward(grad: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Every activation's backward op from the input ``x``, in ``ACTIVATIONS``' order."""
-    return tuple(a.ops.backward(grad, x, is_result=False) for a in ACTIVATIONS.values())
+def eager_gradients(grad: torch.Tensor, x: torch.Tensor, *results: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Every activation's backward op in each of its forms, at ``grad`` and the input ``x`` or its forward result
+    (``results``, in ``ACTIVATIONS``' order); in ``ACTIVATIONS``' order, each activation's forms in its order."""
+    return tuple(
+        a.ops.backward(grad, result if g.is_result else x, is_result=g.is_result)
+        for a, result in zip(ACTIVATIONS.values(), results, strict=True)
+        for g in a.gradients
+    )
 
 
 def max_ulp_errors(
     device: torch.device,
     forward: Callable[[torch.Tensor], tuple[torch.Tensor, ...]] = eager_forward,
-    backward: Callable[..., tuple[torch.Tensor, ...]] = eager_backward,
-    input_backward: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, ...]] = eager_input_backward,
+    gradients: Callable[..., tuple[torch.Tensor, ...]] = eager_gradients,
 ) -> dict[torch.dtype, dict[str, float]]:
     """Per dtype, each op's largest error in ulps of that dtype against float64 math on the same inputs.
 
     The inputs are ``whole_range_inputs`` rounded to the dtype; the backward ops take gradients in
-    [0.5, 1.5) and the forward results (rounded, as autograd saves them). A backward with a
-    ``backward_scale`` (``selu_backward``) is measured in ulps of that scale: near saturation it cancels
-    the result against alpha * scale, as torch's own ``elu_backward`` does, and no rounding of its operands
-    can do better. ``forward``, ``backward`` and ``input_backward`` compute the ops (e.g. compiled versions of
-    ``eager_forward``, ``eager_backward`` and ``eager_input_backward``).
+    [0.5, 1.5) and the input or the forward results (rounded, as autograd saves them). A gradient with a
+    ``scale`` (``selu_backward`` from the result) is measured in ulps of that scale: there it cancels terms of
+    that size (the result against alpha * scale, as torch's own ``elu_backward`` does), and no rounding of its
+    operands can do better. ``forward`` and ``gradients`` compute the ops (e.g. compiled versions of
+    ``eager_forward`` and ``eager_gradients``).
     """
     table = {}
     for dtype in DTYPES:
         x = whole_range_inputs().to(dtype).unique().to(device)
         grad = torch.rand(x.shape, generator=torch.Generator().manual_seed(0)).add(0.5).to(dtype).to(device)
         results = forward(x)
-        grads = backward(grad, *results)
-        input_grads = input_backward(grad, x)
-        g = grad.cpu()
+        computed = iter(gradients(grad, x, *results))
+        g, xc = grad.cpu(), x.cpu()
         errors = {}
-        for a, result, grad_input, input_grad in zip(ACTIVATIONS.values(), results, grads, input_grads, strict=True):
-            errors[a.name] = ulp_error(result.cpu(), a.reference(x.cpu()), dtype).max().item()
-            scale = a.backward_scale(g) if a.backward_scale else None
-            expected = a.backward_reference(g, result.cpu())
-            errors[a.ops.names[3]] = ulp_error(grad_input.cpu(), expected, dtype, scale).max().item()
-            expected = a.input_backward_reference(g, x.cpu())
-            errors[f"{a.ops.names[3]}(x)"] = ulp_error(input_grad.cpu(), expected, dtype).max().item()
+        for a, result in zip(ACTIVATIONS.values(), results, strict=True):
+            errors[a.name] = ulp_error(result.cpu(), a.reference(xc), dtype).max().item()
+            for form in a.gradients:
+                saved = result.cpu() if form.is_result else xc
+                scale = form.scale(g, saved) if form.scale else None
+                expected = form.reference(g, saved)
+                errors[a.gradient_name(form)] = ulp_error(next(computed).cpu(), expected, dtype, scale).max().item()
         table[dtype] = errors
     return table

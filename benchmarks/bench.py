@@ -113,9 +113,10 @@ def make_case(op: str) -> Case:
     ours_packet = getattr(torch.ops.act, base)
     torch_fn = activation.torch_forward
     if op.endswith("_backward"):
-        return Case(2, getattr(torch.ops.act, f"{base}_backward").default, activation.torch_backward)
+        # The backward op's default form (from the result where it has one) on two operands of random data.
+        return Case(2, getattr(torch.ops.act, f"{base}_backward").default, activation.gradients[0].torch_op)
     if op.endswith("_"):
-        return Case(1, getattr(torch.ops.act, f"{base}_").default, getattr(torch, f"{base}_"))
+        return Case(1, getattr(torch.ops.act, f"{base}_").default, activation.torch_inplace)
     if op.endswith(".out"):
         return Case(1, lambda x, out: ours_packet.out(x, out=out), activation.torch_out)
     return Case(1, ours_packet.default, torch_fn)

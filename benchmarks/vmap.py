@@ -25,7 +25,7 @@ def cases(name: str, x: torch.Tensor, g: torch.Tensor) -> dict[str, tuple[Callab
         f"{name}_backward": (
             lambda: backward(g, x, is_result=False),
             lambda: vmap(lambda u, v: backward(u, v, is_result=False))(g, x),
-            lambda: vmap(a.torch_input_backward)(g, x),
+            lambda: vmap(a.gradient(is_result=False).torch_op)(g, x),
         ),
         f"grad of {name}": (
             lambda: torch.autograd.grad(op(leaf).sum(), leaf)[0],

@@ -85,13 +85,19 @@ at::Tensor backward_grad_of_saved(Selu, const at::Tensor& gg, const at::Tensor& 
   return backward_op<Selu>().call(gg * grad, saved, false) * negative;
 }
 
+// silu''(x) = sigmoid(x) (1 - sigmoid(x)) (2 + x (1 - 2 sigmoid(x))), as torch differentiates silu_backward.
+at::Tensor backward_grad_of_saved(Silu, const at::Tensor& gg, const at::Tensor& grad, const at::Tensor& x, bool) {
+  const at::Tensor sigmoid = x.sigmoid();
+  return gg * grad * sigmoid * (1 - sigmoid) * (2 + x * (1 - 2 * sigmoid));
+}
+
 // relu_backward is piecewise constant in its saved tensor.
 at::Tensor backward_grad_of_saved(Relu, const at::Tensor&, const at::Tensor&, const at::Tensor&, bool) {
   return at::Tensor();
 }
 
 // Gradient of the forward ops: from the input where Op::saves_input (the out-of-place form), else from the
-// result (and always for the in-place form, which keeps nothing else).
+// result (so too the in-place form, unless its gradient needs the input).
 template <class Op>
 struct ForwardNode : Node {
   SavedVariable saved;
@@ -159,12 +165,16 @@ at::Tensor forward_autograd(const at::Tensor& x) {
   return result;
 }
 
+// The in-place form's gradient comes from its result, or, where the gradient needs the input, from a copy of the
+// input taken before the write (as ATen's in-place ops save `original_self`), itself differentiable.
 template <class Op>
 at::Tensor& inplace_autograd(at::Tensor& x) {
   auto node = graph_node<ForwardNode<Op>>(x);
   // Before any write: a refused in-place call leaves its input as it was.
   if (node) torch::autograd::check_inplace(x, /*requires_grad=*/true);
   const at::Tensor x_tangent = tangent_of(x);
+  at::Tensor original;
+  if (Op::gradient_needs_input && (node || x_tangent.defined())) original = x.clone();
   {
     at::AutoDispatchBelowADInplaceOrView guard;
     inplace_op<Op>().call(x);
@@ -172,10 +182,13 @@ at::Tensor& inplace_autograd(at::Tensor& x) {
   mark_mutated(x);
   if (node) {
     torch::autograd::rebase_history(x, NodePtr(node));
-    node->saved = SavedVariable(x, /*is_output=*/true, /*is_inplace_on_view=*/x.is_view());
+    node->saved = Op::gradient_needs_input ? SavedVariable(original, /*is_output=*/false)
+                                           : SavedVariable(x, /*is_output=*/true, /*is_inplace_on_view=*/x.is_view());
+    node->is_result = !Op::gradient_needs_input;
   }
   if (x_tangent.defined()) {
-    set_tangent_inplace(x, x_tangent, backward_op<Op>().call(x_tangent, primal_of(x), /*is_result=*/true));
+    const at::Tensor saved = primal_of(Op::gradient_needs_input ? original : x);
+    set_tangent_inplace(x, x_tangent, backward_op<Op>().call(x_tangent, saved, !Op::gradient_needs_input));
   }
   return x;
 }

@@ -105,14 +105,21 @@ at::Tensor& forward_out(const at::Tensor& x, at::Tensor& out) {
   return out;
 }
 
-// The gradient from the input (`is_result` false) or from the result. The output is laid out as ATen's
-// elu_backward (grad_output first) or threshold_backward (the saved tensor first) lays out its own.
+// The gradient from the input (`is_result` false) or from the result (not for an activation whose gradient
+// needs the input). The output is laid out as ATen's elu_backward and silu_backward (grad_output first) or
+// threshold_backward (the saved tensor first) lay out their own.
 template <class Op>
 at::Tensor backward(const at::Tensor& grad_output, const at::Tensor& self_or_result, bool is_result) {
   const std::string op = op_name(schema_name(Op::schemas.backward).c_str());
   check_dtype(op, self_or_result, "self_or_result");
   check_matches(op, grad_output, "grad_output", self_or_result, "self_or_result");
-  if constexpr (HasInputBackward<Op>::value) {
+  if constexpr (Op::gradient_needs_input) {
+    TORCH_CHECK(!is_result, op, ": ", Op::name, "'s gradient is taken from its input (is_result=False): its result ",
+                "does not determine it");
+    at::Tensor grad_input = output_like({grad_output, self_or_result});
+    compute<Op::template Backward>(grad_input, {grad_output, self_or_result});
+    return grad_input;
+  } else if constexpr (HasInputBackward<Op>::value) {
     at::Tensor grad_input = output_like({grad_output, self_or_result});
     if (is_result) {
       compute<Op::template Backward>(grad_input, {grad_output, self_or_result});

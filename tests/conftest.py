@@ -1,8 +1,11 @@
 import collections
+import functools
 import glob
 import math
 import os
 import sys
+from collections.abc import Callable
+from typing import NamedTuple
 
 import pytest
 import torch
@@ -25,12 +28,34 @@ requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU visible")
 
 DEVICES = ["cpu", pytest.param("cuda", marks=requires_cuda)]
 
-# Per activation: (forward op, in-place op, float64 reference) and (backward op, float64 reference).
+# Per activation: (forward op, in-place op, float64 reference).
 FORWARD = {
     name: (getattr(torch.ops.act, name), getattr(torch.ops.act, f"{name}_"), a.reference)
     for name, a in ACTIVATIONS.items()
 }
-BACKWARD = {name: (getattr(torch.ops.act, f"{name}_backward"), a.backward_reference) for name, a in ACTIVATIONS.items()}
+
+
+class GradientForm(NamedTuple):
+    """A form of an activation's backward op: ``op(grad, saved)``, its float64 reference, the saved tensor for an
+    input x (its result, or x itself), and ATen's kernel for the same form."""
+
+    op: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    reference: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    saved_of: Callable[[torch.Tensor], torch.Tensor]
+    torch_op: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+# Per gradient form, by its table name: "selu_backward" (from the result), "selu_backward(x)" (from the input).
+BACKWARD = {
+    a.gradient_name(g): GradientForm(
+        functools.partial(a.ops.backward, is_result=g.is_result),
+        g.reference,
+        a.ops.forward if g.is_result else (lambda x: x),
+        g.torch_op,
+    )
+    for a in ACTIVATIONS.values()
+    for g in a.gradients
+}
 
 
 def assert_matches(

@@ -92,22 +92,22 @@ def test_out_writes_poisoned_out(device, op, dtype, out_layout, x_layout):
     assert int(torch.isnan(buffer).sum()) == buffer.numel() - out.numel()
 
 
-@pytest.mark.parametrize("op", list(ACTIVATIONS))
+@pytest.mark.parametrize("form", list(BACKWARD))
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "grad_layout", ["contiguous", "expanded", "transposed", "scalar", "empty", "summed", *STRIDED_LAYOUTS]
 )
-def test_backward_ops_match_reference(device, op, dtype, grad_layout):
-    backward, ref = BACKWARD[op]
+def test_backward_ops_match_reference(device, form, dtype, grad_layout):
+    backward, ref, saved_of, torch_op = BACKWARD[form]
     if grad_layout == "summed":  # what .sum().backward() passes: one value, stride 0 everywhere
         grad = random_data((), dtype, device).expand(37, 129)
     else:
         grad = make_layout(grad_layout, dtype, device)
-    result = FORWARD[op][0](random_data(tuple(grad.shape), dtype, device, seed=1))
-    grad_input = backward(grad, result)
-    assert grad_input.shape == result.shape
-    assert grad_input.stride() == ACTIVATIONS[op].torch_backward(grad, result).stride()  # ATen's layout rule
-    assert_matches(grad_input.cpu(), ref(grad.cpu(), result.cpu()), dtype, abs_scale=2 * grad.cpu())
+    saved = saved_of(random_data(tuple(grad.shape), dtype, device, seed=1))
+    grad_input = backward(grad, saved)
+    assert grad_input.shape == saved.shape
+    assert grad_input.stride() == torch_op(grad, saved).stride()  # ATen's layout rule
+    assert_matches(grad_input.cpu(), ref(grad.cpu(), saved.cpu()), dtype, abs_scale=2 * grad.cpu())
 
 
 def test_relu_propagates_nan_like_torch(device):
@@ -159,7 +159,7 @@ def test_large_tensors_with_a_head_and_a_tail(dtype):
     assert_matches(torch.ops.act.selu(x).cpu(), FORWARD["selu"][2](x.cpu()), dtype)
     g = random_data((n,), dtype, "cuda", seed=2)
     result = torch.ops.act.selu(x)
-    expected = BACKWARD["selu"][1](g.cpu(), result.cpu())
+    expected = BACKWARD["selu_backward"].reference(g.cpu(), result.cpu())
     assert_matches(torch.ops.act.selu_backward(g, result).cpu(), expected, dtype, abs_scale=2 * g.cpu())
 
 
@@ -182,5 +182,5 @@ def test_sizes_that_one_wave_holds_at_more_packs_a_thread(dtype):
         assert torch.equal(inplace, torch.relu(x))
         result = torch.ops.act.selu(x)
         assert_matches(result.cpu(), FORWARD["selu"][2](x.cpu()), dtype)
-        expected = BACKWARD["selu"][1](g.cpu(), result.cpu())
+        expected = BACKWARD["selu_backward"].reference(g.cpu(), result.cpu())
         assert_matches(torch.ops.act.selu_backward(g, result).cpu(), expected, dtype, abs_scale=2 * g.cpu())

@@ -13,9 +13,8 @@ import activations_ext
 from activations_ext import _inductor, decompositions
 from activations_ext.catalog import ACTIVATIONS
 from activations_ext.numerics import (
-    eager_backward,
     eager_forward,
-    eager_input_backward,
+    eager_gradients,
     max_ulp_errors,
     ulp_table_violations,
     whole_range_inputs,
@@ -92,8 +91,7 @@ def test_environment_variable_keeps_compiled_ops_opaque(device, monkeypatch):
 def compiled_ops() -> tuple:
     return (
         torch.compile(eager_forward, fullgraph=True, dynamic=False),
-        torch.compile(eager_backward, fullgraph=True, dynamic=False),
-        torch.compile(eager_input_backward, fullgraph=True, dynamic=False),
+        torch.compile(eager_gradients, fullgraph=True, dynamic=False),
     )
 
 
@@ -102,18 +100,24 @@ def test_compiled_ulp_table_within_bounds(device):
     assert not ulp_table_violations(max_ulp_errors(torch.device(device), *compiled_ops()))
 
 
-def selu_bitwise(device: str, dtype: torch.dtype) -> bool:
-    """Whether compiled SELU (and its gradient from the input) can equal the kernel bit for bit: everywhere but
-    float32/float64 on CUDA, where the generated code calls Triton's libdevice expm1 and exp and the kernel
-    CUDA's (both within the ulp bounds, not always the same bits)."""
-    return not (device == "cuda" and dtype in (torch.float32, torch.float64))
+def bitwise(name: str, device: str, dtype: torch.dtype) -> bool:
+    """Whether the compiled op (by its table name) can equal the kernel bit for bit: not SiLU's, whose generated
+    code calls libm's or libdevice's exp where the kernel calls Sleef's or CUDA's; nor float32/float64 SELU's
+    (and its gradient from the input) on CUDA, likewise; nor SELU's gradient from the input on CUDA in any dtype
+    (the hardware's exp2 where the kernel keeps a subnormal result). Each is held to the ulp bounds by
+    test_compiled_ulp_table_within_bounds."""
+    if name.startswith("silu"):
+        return False
+    if device == "cuda" and name.startswith("selu") and name != "selu_backward":
+        return dtype not in (torch.float32, torch.float64) and name != "selu_backward(x)"
+    return True
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_compiled_ops_equal_eager(device, dtype):
     x = whole_range_inputs().to(dtype).unique().to(device)
     grad = random_data(x.shape, dtype, device, seed=5)
-    forward, backward, input_backward = compiled_ops()
+    forward, gradients = compiled_ops()
 
     def other_forms(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """In-place, out= and a non-contiguous view, which reach Inductor through functionalization."""
@@ -126,34 +130,32 @@ def test_compiled_ops_equal_eager(device, dtype):
     eager = (*eager_forward(x), *other_forms(x))
     compiled = (*forward(x), *torch.compile(other_forms, fullgraph=True, dynamic=False)(x))
     results = eager[: len(ACTIVATIONS)]
-    eager_grads = (*eager_backward(grad, *results), *eager_input_backward(grad, x))
-    compiled_grads = (*backward(grad, *results), *input_backward(grad, x))
+    eager_grads, compiled_grads = eager_gradients(grad, x, *results), gradients(grad, x, *results)
     names = [*ACTIVATIONS, "selu_", "relu.out", "selu strided", "relu strided"]
-    names += [f"{name}_backward{form}" for form in ("", "(x)") for name in ACTIVATIONS]
+    names += [a.gradient_name(g) for a in ACTIVATIONS.values() for g in a.gradients]
     for name, ours, theirs in zip(names, (*compiled, *compiled_grads), (*eager, *eager_grads), strict=True):
         assert ours.dtype == theirs.dtype and ours.stride() == theirs.stride(), name
-        if name.startswith("selu") and name != "selu_backward" and not selu_bitwise(device, dtype):
+        if not bitwise(name, device, dtype):
             continue  # held to the ulp bounds by test_compiled_ulp_table_within_bounds
-        if name == "selu_backward(x)" and device == "cuda":
-            continue  # the hardware's exp2 where the kernel keeps a subnormal result: held to the ulp bounds
         differ = ~same_bits(ours, theirs)
         assert not differ.any(), f"{name}: {int(differ.sum())} differ, e.g. at x={x[differ.nonzero()[0]]}"
 
 
 def test_decompositions_equal_the_cpu_kernels_run_eagerly():
-    """The formulations themselves, with no compiler in between: aten ops on the CPU round as the kernels."""
+    """The formulations themselves, with no compiler in between: aten ops on the CPU round as the kernels (SiLU's
+    too: run eagerly, torch's exp in double is Sleef's, as the kernel's)."""
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         x = whole_range_inputs().to(dtype).unique()
         grad = random_data(x.shape, dtype, "cpu", seed=5)
-        for op, decomposition in decompositions.DECOMPOSITIONS.items():
-            name = op.name().removeprefix("act::")
-            if name.endswith("_backward"):  # from the result, and from the input
-                result = getattr(torch.ops.act, name.removesuffix("_backward"))(x)
-                calls = [((grad, result), {}), ((grad, x), {"is_result": False})]
-            else:
-                calls = [((x,), {})]
-            for args, kwargs in calls:
-                assert same_bits(decomposition(*args, **kwargs), op(*args, **kwargs)).all(), (name, dtype, kwargs)
+        for a in ACTIVATIONS.values():
+            calls = [(a.ops.forward, (x,), {})]
+            calls += [
+                (a.ops.backward, (grad, a.ops.forward(x) if g.is_result else x), {"is_result": g.is_result})
+                for g in a.gradients
+            ]
+            for op, args, kwargs in calls:
+                decomposition = decompositions.DECOMPOSITIONS[op]
+                assert same_bits(decomposition(*args, **kwargs), op(*args, **kwargs)).all(), (op, dtype, kwargs)
     assert decompositions.selu(torch.ones(3, dtype=torch.float64)) is NotImplemented  # libm's expm1: stays a call
     ones = torch.ones(3, dtype=torch.float64)  # libm's exp: stays a call
     assert decompositions.selu_backward(ones, ones, is_result=False) is NotImplemented

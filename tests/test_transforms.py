@@ -32,6 +32,17 @@ class Form:
     arity: int = 1
 
 
+def torch_silu_backward(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """torch's own differentiable form of silu's gradient (its infinitely_differentiable_silu_backward, through which
+    torch's autograd takes silu's second derivative): aten::silu_backward itself has no forward-mode formula."""
+    sigmoid = torch.sigmoid(x)
+    return grad * sigmoid * (1 + x * (1 - sigmoid))
+
+
+# torch's counterpart of a gradient form where its ATen kernel does not support every transform.
+TORCH_DIFFERENTIABLE = {"silu_backward(x)": torch_silu_backward}
+
+
 def _forms() -> list[Form]:
     forms = []
     for name, a in ACTIVATIONS.items():
@@ -40,8 +51,15 @@ def _forms() -> list[Form]:
             Form(name, forward, a.torch_forward),
             # In place on a copy: the copy is part of the function, as for torch's own in-place forms.
             Form(f"{name}_", lambda x, f=inplace: f(x * 1), lambda x, f=a.torch_forward: f(x * 1)),
-            Form(f"{name}_backward", lambda g, s, b=backward: b(g, s), a.torch_backward, 2),
-            Form(f"{name}_backward(x)", lambda g, s, b=backward: b(g, s, is_result=False), a.torch_input_backward, 2),
+        ]
+        forms += [
+            Form(
+                a.gradient_name(g),
+                lambda u, s, b=backward, r=g.is_result: b(u, s, is_result=r),
+                TORCH_DIFFERENTIABLE.get(a.gradient_name(g), g.torch_op),
+                2,
+            )
+            for g in a.gradients
         ]
     return forms
 
@@ -320,10 +338,11 @@ def test_out_of_place_gradient_as_accurate_as_torchs(device, dtype):
     x = whole_range_inputs().to(dtype).unique().to(device)
     g, _ = first_and_second(act.selu, x)
     g_torch, _ = first_and_second(torch.selu, x)
-    expected = ACTIVATIONS["selu"].input_backward_reference(torch.ones_like(x, dtype=torch.float64), x).cpu()
+    from_input = ACTIVATIONS["selu"].gradient(is_result=False)
+    expected = from_input.reference(torch.ones_like(x, dtype=torch.float64), x).cpu()
     error = ulp_error(g.cpu(), expected, dtype).max().item()
     error_torch = ulp_error(g_torch.cpu(), expected, dtype).max().item()
-    assert error <= ACTIVATIONS["selu"].input_backward_bound(dtype), error
+    assert error <= from_input.bound(dtype), error
     assert error <= error_torch + 1e-3, (error, error_torch)
     # The result-based form (the in-place one, as torch's selu_) is not: this is what the input buys.
     if dtype == torch.bfloat16:
@@ -353,5 +372,9 @@ def test_output_strides_follow_aten(device, first):
         assert getattr(act, name)(x).stride() == a.torch_forward(x).stride(), (name, first)
         for second, s in shapes.items():
             backward = getattr(act, f"{name}_backward")
-            assert backward(x, s).stride() == a.torch_backward(x, s).stride(), (name, first, second)
-            assert backward(x, s, is_result=False).stride() == a.torch_input_backward(x, s).stride()
+            for g in a.gradients:
+                assert backward(x, s, is_result=g.is_result).stride() == g.torch_op(x, s).stride(), (
+                    name,
+                    first,
+                    second,
+                )
