@@ -102,3 +102,16 @@ def test_no_graph_without_grad(device):
     with torch.no_grad():
         assert torch.ops.act.selu(x).grad_fn is None
     assert torch.ops.act.selu(x).grad_fn is not None
+
+
+def test_gradient_from_the_result_is_refused_where_it_needs_the_input(device):
+    """silu has a minimum, so its result does not determine its input, nor its gradient: the backward op refuses
+    is_result=True, eagerly and when traced, and its in-place form keeps a copy of the input for autograd."""
+    x = random_data((5,), torch.float32, device)
+    backward = torch.ops.act.silu_backward
+    for fn in (backward, torch.compile(backward, fullgraph=True)):
+        with pytest.raises(RuntimeError, match="silu's gradient is taken from its input"):
+            fn(x, x, is_result=True)
+    leaf = x.clone().requires_grad_()
+    (grad,) = torch.autograd.grad(torch.ops.act.silu_(leaf * 1).sum(), leaf)
+    torch.testing.assert_close(grad, backward(torch.ones_like(x), x), rtol=0, atol=0)
