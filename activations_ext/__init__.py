@@ -1,4 +1,4 @@
-"""Fast, exact SELU and ReLU as PyTorch operators (``torch.ops.act.*``), and SELU fused with AlphaDropout.
+"""Fast, exact SELU, ReLU and SiLU as PyTorch operators (``torch.ops.act.*``), and SELU fused with AlphaDropout.
 
 Importing the package loads the compiled extension, whose C++ registers the ops, their
 CPU/CUDA kernels and their autograd; this package adds the fake (meta) kernels that

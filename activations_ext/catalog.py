@@ -59,17 +59,16 @@ def silu_reference(x: torch.Tensor) -> torch.Tensor:
 
 
 def silu_backward_reference(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """d silu / dx times ``grad`` in float64: ``sigmoid(x) (1 + x (1 - sigmoid(x)))``."""
+    """d silu / dx times ``grad`` in float64: ``sigmoid(x) (1 + x (1 - sigmoid(x)))``, with ``1 - sigmoid(x)`` as
+    ``sigmoid(-x)``, which does not cancel."""
     g, x = grad.double(), x.double()
-    sigmoid = torch.sigmoid(x)
-    return g * sigmoid * (1 + x * (1 - sigmoid))
+    return g * torch.sigmoid(x) * (1 + x * torch.sigmoid(-x))
 
 
 def silu_backward_scale(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """The size of the terms silu's gradient adds, ``grad * sigmoid(x) * (1 + |x (1 - sigmoid(x))|)``."""
     g, x = grad.double(), x.double()
-    sigmoid = torch.sigmoid(x)
-    return g * sigmoid * (1 + (x * (1 - sigmoid)).abs())
+    return g * torch.sigmoid(x) * (1 + (x * torch.sigmoid(-x)).abs())
 
 
 def _bound_for(bound: tuple[float, float, float], dtype: torch.dtype) -> float:
@@ -242,17 +241,18 @@ ACTIVATIONS = {
             torch.nn.functional.silu,
             torch.ops.aten.silu_,
             lambda x, out: torch.ops.aten.silu.out(x, out=out),
-            # Computed in double for float32 and float64 (16-bit on the CPU too): one rounding; in float64, torch's
-            # formula and bits, whose exp and two roundings reach about 2 ulps of the exact value, measured against a
-            # float64 reference that itself is off by as much (4 in all).
+            # float32 computed in double: one rounding. float64: torch's formula and bits, 1.66 ulps from the exact
+            # value (a 120-bit reference, 6000 inputs), measured against a float64 reference off by as much again.
             ulp_bound=(1.0, 1.0, 4.0),
             gradients=(
                 # The gradient has a root near x = -1.28, where 1 + x (1 - sigmoid(x)) cancels: in ulps of its terms.
+                # float64: 3.3 ulps from the exact value (120-bit reference; torch's 17.9, whose 1 - sigmoid(x)
+                # cancels for large x), and the float64 reference's own error.
                 Gradient(
                     False,
                     silu_backward_reference,
                     lambda g, x: torch.ops.aten.silu_backward(g, x),
-                    ulp_bound=(1.0, 1.0, 2.0),
+                    ulp_bound=(1.0, 1.0, 4.0),
                     scale=silu_backward_scale,
                 ),
             ),

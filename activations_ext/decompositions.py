@@ -174,28 +174,47 @@ def relu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is
     return torch.where(self_or_result <= 0, 0.0, grad_output)
 
 
-def _silu_math_dtype(x: torch.Tensor) -> torch.dtype:
-    """The kernels' arithmetic for SiLU: float for the 16-bit types on CUDA, double otherwise."""
-    return torch.float32 if x.device.type == "cuda" and x.dtype.itemsize == 2 else torch.float64
+def _silu_math_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The kernels' arithmetic for SiLU: float for the 16-bit types, double otherwise."""
+    return torch.float32 if dtype.itemsize == 2 else torch.float64
+
+
+def _sigmoid_terms(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``sigmoid_terms`` (kernels/activations.h): 1 + t and the numerators of sigmoid(x) and 1 - sigmoid(x) over it,
+    t = exp(-|x|); in float on the CPU, the kernel's exp step for step."""
+    minus_abs = torch.where(x < 0, x, -x)
+    on_cpu_in_float = x.device.type == "cpu" and x.dtype == torch.float32
+    t = _exp_float_arithmetic(minus_abs) if on_cpu_in_float else torch.exp(minus_abs)
+    negative = x < 0
+    return 1 + t, torch.where(negative, t, 1.0), torch.where(negative, 1.0, t)
 
 
 def silu(x: torch.Tensor) -> torch.Tensor:
-    """``act::silu``: ``x / (1 + exp(-x))`` in the kernel's arithmetic, rounded to the compute type, then the dtype.
-    Generated code calls libm's (or libdevice's) exp where the kernel calls Sleef's (or CUDA's): within the ulp
-    bounds, not always the same bits."""
-    xm = x.to(_silu_math_dtype(x))
-    return (xm / (1 + torch.exp(-xm))).to(_compute_dtype(x.dtype)).to(x.dtype)
+    """``act::silu`` in the kernel's arithmetic: in double torch's ``x / (1 + exp(-x))``, in float (16-bit types)
+    ``x`` times sigmoid's terms; rounded to the compute type, then the dtype. In double, generated code calls libm's
+    (or libdevice's) exp where the kernel calls Sleef's (or CUDA's): within the ulp bounds, not always the same
+    bits."""
+    math = _silu_math_dtype(x.dtype)
+    xm = x.to(math)
+    if math == torch.float64:
+        result = xm / (1 + torch.exp(-xm))
+    else:
+        denominator, sigmoid_numerator, _ = _sigmoid_terms(xm)
+        result = xm * sigmoid_numerator / denominator
+    return result.to(_compute_dtype(x.dtype)).to(x.dtype)
 
 
 def silu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is_result: bool = False) -> torch.Tensor:
-    """``act::silu_backward`` from the input: ``grad * sigmoid(x) * (1 + x * (1 - sigmoid(x)))`` in the kernel's
-    arithmetic (from the result the kernel refuses, and so stays a call)."""
+    """``act::silu_backward`` from the input: ``grad * sigmoid(x) * (1 + x * (1 - sigmoid(x)))`` from sigmoid's terms,
+    in the kernel's arithmetic (from the result the kernel refuses, and so stays a call)."""
     if is_result:
         return NotImplemented
-    math = _silu_math_dtype(self_or_result)
-    x, g = self_or_result.to(math), grad_output.to(_compute_dtype(grad_output.dtype)).to(math)
-    sigmoid = 1 / (1 + torch.exp(-x))
-    return (g * (sigmoid * (1 + x * (1 - sigmoid)))).to(_compute_dtype(self_or_result.dtype)).to(self_or_result.dtype)
+    dtype = self_or_result.dtype
+    math = _silu_math_dtype(dtype)
+    x, g = self_or_result.to(math), grad_output.to(_compute_dtype(dtype)).to(math)
+    denominator, sigmoid_numerator, complement_numerator = _sigmoid_terms(x)
+    sigmoid, complement = sigmoid_numerator / denominator, complement_numerator / denominator
+    return (g * (sigmoid * (1 + x * complement))).to(_compute_dtype(dtype)).to(dtype)
 
 
 # What each act op decomposes to; the in-place and out= forms reach Inductor as these (C++ functionalization).

@@ -312,17 +312,36 @@ struct ReluBackward {
   }
 };
 
-// SiLU, x sigmoid(x) = x / (1 + exp(-x)), in double for float32 and float64 (on the CPU for the 16-bit types
-// too, where double's exp is the vectorized one) and in float for the 16-bit types on the GPU: torch's formula,
-// with a result rounded once where torch's float32 rounds four times.
+// SiLU, x sigmoid(x), computed in double for float32 and float64 (one rounding of a float32 result) and in float
+// for the 16-bit types (on the CPU with exp in float arithmetic, which vectorizes). With t = exp(-|x|) <= 1,
+// sigmoid(x) and 1 - sigmoid(x) are t / (1 + t) and 1 / (1 + t), the one or the other by the sign of x: neither
+// cancels, where torch's 1 - sigmoid(x) does for large x, and exp(-x) overflows below x = -88 in float.
 template <typename scalar_t>
-struct SiluMath {
-#ifdef __CUDA_ARCH__
-  using type = std::conditional_t<sizeof(scalar_t) == 2, float, double>;
-#else
-  using type = double;
-#endif
+using silu_math_t = std::conditional_t<sizeof(scalar_t) == 2, float, double>;
+
+template <typename math_t>
+struct SigmoidTerms {
+  math_t denominator;  // 1 + exp(-|x|)
+  math_t sigmoid_numerator, complement_numerator;  // over the denominator: sigmoid(x) and 1 - sigmoid(x)
 };
+
+// The selects come before the call to exp and only arithmetic after it: the form in which the CPU loop vectorizes.
+template <typename math_t>
+C10_HOST_DEVICE inline SigmoidTerms<math_t> sigmoid_terms(math_t x) {
+  const math_t negative = x < math_t(0) ? math_t(1) : math_t(0);
+  const math_t minus_abs = x < math_t(0) ? x : -x;
+#ifndef __CUDA_ARCH__
+  math_t t;
+  if constexpr (std::is_same_v<math_t, float>) {
+    t = exp_nonpositive_host(minus_abs);
+  } else {
+    t = exp_of(minus_abs);
+  }
+#else
+  const math_t t = exp_of(minus_abs);
+#endif
+  return {math_t(1) + t, t * negative + (math_t(1) - negative), t * (math_t(1) - negative) + negative};
+}
 
 template <typename scalar_t>
 struct SiluForward {
@@ -330,9 +349,13 @@ struct SiluForward {
   using acc_t = opmath_t<scalar_t>;
   static constexpr int arity = 1;
   C10_HOST_DEVICE acc_t operator()(acc_t x_in) const {
-    using math_t = typename SiluMath<scalar_t>::type;
+    using math_t = silu_math_t<scalar_t>;
     const math_t x = x_in;
-    return acc_t(x / (math_t(1) + exp_of(-x)));
+    // In double, torch's x / (1 + exp(-x)) (float64: torch's bits), whose exp overflows only below x = -709,
+    // where a float32 result is -0 either way.
+    if constexpr (std::is_same_v<math_t, double>) return acc_t(x / (1 + exp_of(-x)));
+    const SigmoidTerms<math_t> terms = sigmoid_terms(x);
+    return acc_t(x * terms.sigmoid_numerator / terms.denominator);
   }
 };
 
@@ -344,10 +367,12 @@ struct SiluBackward {
   using acc_t = opmath_t<scalar_t>;
   static constexpr int arity = 2;
   C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t x_in) const {
-    using math_t = typename SiluMath<scalar_t>::type;
+    using math_t = silu_math_t<scalar_t>;
     const math_t x = x_in;
-    const math_t sigmoid = math_t(1) / (math_t(1) + exp_of(-x));
-    return acc_t(math_t(grad) * (sigmoid * (math_t(1) + x * (math_t(1) - sigmoid))));
+    const SigmoidTerms<math_t> terms = sigmoid_terms(x);
+    const math_t sigmoid = terms.sigmoid_numerator / terms.denominator;
+    const math_t complement = terms.complement_numerator / terms.denominator;
+    return acc_t(math_t(grad) * (sigmoid * (math_t(1) + x * complement)));
   }
 };
 
