@@ -360,7 +360,7 @@ struct SiluForward {
 };
 
 // d silu / dx times grad, from the input: sigmoid(x) (1 + x (1 - sigmoid(x))), torch's silu_backward formula,
-// in SiluForward's arithmetic.
+// from sigmoid's terms in SiluForward's types (in double too: torch's 1 - sigmoid(x) cancels for large x).
 template <typename scalar_t>
 struct SiluBackward {
   using Args = NoArgs;
