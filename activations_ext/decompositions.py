@@ -124,7 +124,7 @@ def _selu_negative(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
 
 
 def _exp_nonpositive(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
-    """exp of the compute-type ``x`` (only x <= 0 is used) as the kernel for storage ``dtype`` computes it
+    """exp of ``x`` (float or double; only x <= 0 is used) as the kernel for storage ``dtype`` computes it
     (``exp_nonpositive`` in kernels/activations.h), or None where no aten formulation rounds the same way."""
     if x.device.type == "cuda":
         if dtype.itemsize == 2:
@@ -133,9 +133,9 @@ def _exp_nonpositive(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None
             t = x * _to_float32(1.4426950408889634)
             return torch.where(t < -126.0, torch.exp2(t + 64.0) * 2.0**-64, torch.exp2(t))
         return torch.exp(x)  # libdevice's exp against CUDA's: within the ulp bounds, not always the same bits
-    if x.device.type == "cpu" and dtype != torch.float64:
+    if x.device.type == "cpu" and x.dtype == torch.float32:
         return _exp_float_arithmetic(x)
-    return None  # float64 on the CPU calls libm's exp
+    return None  # double on the CPU calls Sleef's exp, which generated code calls only in its vector loops
 
 
 def selu(x: torch.Tensor) -> torch.Tensor:
@@ -179,40 +179,43 @@ def _silu_math_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype.itemsize == 2 else torch.float64
 
 
-def _sigmoid_terms(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``sigmoid_terms`` (kernels/activations.h): 1 + t and the numerators of sigmoid(x) and 1 - sigmoid(x) over it,
-    t = exp(-|x|); in float on the CPU, the kernel's exp step for step."""
-    minus_abs = torch.where(x < 0, x, -x)
-    on_cpu_in_float = x.device.type == "cpu" and x.dtype == torch.float32
-    t = _exp_float_arithmetic(minus_abs) if on_cpu_in_float else torch.exp(minus_abs)
+def _sigmoid_terms(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+    """``sigmoid_terms`` (kernels/activations.h) for storage ``dtype``: 1 + t and the numerators of sigmoid(x) and
+    1 - sigmoid(x) over it, t = exp(-|x|) by ``_exp_nonpositive``; None where that is."""
+    t = _exp_nonpositive(torch.where(x < 0, x, -x), dtype)
+    if t is None:
+        return None
     negative = x < 0
     return 1 + t, torch.where(negative, t, 1.0), torch.where(negative, 1.0, t)
 
 
 def silu(x: torch.Tensor) -> torch.Tensor:
-    """``act::silu`` in the kernel's arithmetic: in double torch's ``x / (1 + exp(-x))``, in float (16-bit types)
-    ``x`` times sigmoid's terms; rounded to the compute type, then the dtype. In double, generated code calls libm's
-    (or libdevice's) exp where the kernel calls Sleef's (or CUDA's): within the ulp bounds, not always the same
-    bits."""
+    """``act::silu`` in the kernel's arithmetic: in double torch's ``x / (1 + exp(-x))`` (on CUDA: libdevice's exp
+    against CUDA's, within the ulp bounds; on the CPU it stays a call to the kernel, whose exp is Sleef's), in
+    float (16-bit types) ``x`` times sigmoid's terms; rounded to the compute type, then the dtype."""
     math = _silu_math_dtype(x.dtype)
     xm = x.to(math)
     if math == torch.float64:
+        if x.device.type == "cpu":
+            return NotImplemented
         result = xm / (1 + torch.exp(-xm))
     else:
-        denominator, sigmoid_numerator, _ = _sigmoid_terms(xm)
+        denominator, sigmoid_numerator, _ = _sigmoid_terms(xm, x.dtype)
         result = xm * sigmoid_numerator / denominator
     return result.to(_compute_dtype(x.dtype)).to(x.dtype)
 
 
 def silu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is_result: bool = False) -> torch.Tensor:
     """``act::silu_backward`` from the input: ``grad * sigmoid(x) * (1 + x * (1 - sigmoid(x)))`` from sigmoid's terms,
-    in the kernel's arithmetic (from the result the kernel refuses, and so stays a call)."""
-    if is_result:
-        return NotImplemented
+    in the kernel's arithmetic (from the result the kernel refuses, and so stays a call; so does double on the
+    CPU)."""
     dtype = self_or_result.dtype
-    math = _silu_math_dtype(dtype)
-    x, g = self_or_result.to(math), grad_output.to(_compute_dtype(dtype)).to(math)
-    denominator, sigmoid_numerator, complement_numerator = _sigmoid_terms(x)
+    x = self_or_result.to(_silu_math_dtype(dtype))
+    terms = None if is_result else _sigmoid_terms(x, dtype)
+    if terms is None:
+        return NotImplemented
+    denominator, sigmoid_numerator, complement_numerator = terms
+    g = grad_output.to(_compute_dtype(dtype)).to(x.dtype)
     sigmoid, complement = sigmoid_numerator / denominator, complement_numerator / denominator
     return (g * (sigmoid * (1 + x * complement))).to(_compute_dtype(dtype)).to(dtype)
 

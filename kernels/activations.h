@@ -313,7 +313,8 @@ struct ReluBackward {
 };
 
 // SiLU, x sigmoid(x), computed in double for float32 and float64 (one rounding of a float32 result) and in float
-// for the 16-bit types (on the CPU with exp in float arithmetic, which vectorizes). With t = exp(-|x|) <= 1,
+// for the 16-bit types, with exp_nonpositive's exp (on the CPU in float arithmetic, which vectorizes; on the GPU
+// the hardware exp2). With t = exp(-|x|) <= 1,
 // sigmoid(x) and 1 - sigmoid(x) are t / (1 + t) and 1 / (1 + t), the one or the other by the sign of x: neither
 // cancels, where torch's 1 - sigmoid(x) does for large x, and exp(-x) overflows below x = -88 in float.
 template <typename scalar_t>
@@ -326,20 +327,10 @@ struct SigmoidTerms {
 };
 
 // The selects come before the call to exp and only arithmetic after it: the form in which the CPU loop vectorizes.
-template <typename math_t>
+template <typename scalar_t, typename math_t>
 C10_HOST_DEVICE inline SigmoidTerms<math_t> sigmoid_terms(math_t x) {
   const math_t negative = x < math_t(0) ? math_t(1) : math_t(0);
-  const math_t minus_abs = x < math_t(0) ? x : -x;
-#ifndef __CUDA_ARCH__
-  math_t t;
-  if constexpr (std::is_same_v<math_t, float>) {
-    t = exp_nonpositive_host(minus_abs);
-  } else {
-    t = exp_of(minus_abs);
-  }
-#else
-  const math_t t = exp_of(minus_abs);
-#endif
+  const math_t t = exp_nonpositive<scalar_t, math_t>(x < math_t(0) ? x : -x);
   return {math_t(1) + t, t * negative + (math_t(1) - negative), t * (math_t(1) - negative) + negative};
 }
 
@@ -354,7 +345,7 @@ struct SiluForward {
     // In double, torch's x / (1 + exp(-x)) (float64: torch's bits), whose exp overflows only below x = -709,
     // where a float32 result is -0 either way.
     if constexpr (std::is_same_v<math_t, double>) return acc_t(x / (1 + exp_of(-x)));
-    const SigmoidTerms<math_t> terms = sigmoid_terms(x);
+    const SigmoidTerms<math_t> terms = sigmoid_terms<scalar_t>(x);
     return acc_t(x * terms.sigmoid_numerator / terms.denominator);
   }
 };
@@ -369,7 +360,7 @@ struct SiluBackward {
   C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t x_in) const {
     using math_t = silu_math_t<scalar_t>;
     const math_t x = x_in;
-    const SigmoidTerms<math_t> terms = sigmoid_terms(x);
+    const SigmoidTerms<math_t> terms = sigmoid_terms<scalar_t>(x);
     const math_t sigmoid = terms.sigmoid_numerator / terms.denominator;
     const math_t complement = terms.complement_numerator / terms.denominator;
     return acc_t(math_t(grad) * (sigmoid * (math_t(1) + x * complement)));
