@@ -55,27 +55,31 @@ def main() -> None:
             base = on_gpu(base_cpu)
             for view in views(n):
                 x = view(base)
-                for op in ACTIVATIONS:
-                    reference = getattr(torch, op)(view(base_cpu))
+                for activation in ACTIVATIONS.values():
+                    op = activation.name
+                    reference = activation.torch_forward(view(base_cpu))
                     ours = getattr(torch.ops.act, op)(x)
                     out = torch.empty(x.shape, dtype=dtype, device="cuda")
                     getattr(torch.ops.act, op)(x, out=out)
                     inplace = getattr(torch.ops.act, op + "_")(view(on_gpu(base_cpu)))
-                    grad = getattr(torch.ops.act, op + "_backward")(x, ours)
-                    input_grad = getattr(torch.ops.act, op + "_backward")(x, x, is_result=False)
                     for t in (ours, out, inplace):
                         torch.testing.assert_close(t.cpu(), reference, rtol=2e-2, atol=1e-5)
-                    assert grad.shape == x.shape and input_grad.shape == x.shape
+                    for gradient in activation.gradients:
+                        saved = ours if gradient.is_result else x
+                        grad = getattr(torch.ops.act, op + "_backward")(x, saved, is_result=gradient.is_result)
+                        torch.testing.assert_close(
+                            grad.cpu(), gradient.torch_op(view(base_cpu), saved.cpu()), rtol=2e-2, atol=1e-5
+                        )
                     checked += 1
                 check_random_op(x)
                 checked += 1
     # More dimensions than one launch describes (25): a reversed input into a contiguous result goes in parts.
     # Compared on the CPU, whose elementwise loops take any number of dimensions.
     x = on_gpu(torch.randn((2,) * 26, dtype=torch.bfloat16)).permute(*range(25, -1, -1))
-    for op in ACTIVATIONS:
+    for op, activation in ACTIVATIONS.items():
         out = torch.empty(x.shape, dtype=x.dtype, device="cuda")
         getattr(torch.ops.act, op)(x, out=out)
-        torch.testing.assert_close(out.cpu(), getattr(torch, op)(x.cpu()), rtol=2e-2, atol=1e-5)
+        torch.testing.assert_close(out.cpu(), activation.torch_forward(x.cpu()), rtol=2e-2, atol=1e-5)
         checked += 1
     # The random op's backward with a contiguous gradient, in parts: its words still numbered as the forward's.
     check_random_op(x, contiguous_grad=True)
