@@ -9,10 +9,10 @@ lowest and highest ours-vs-torch ratio among them. Bandwidth counts the bytes ev
 write per element for the forward ops, two reads and a write for the backward ops. Below the table, per op, dtype
 and layout: the geometric mean of ours-vs-torch over the sizes measured, and the lowest row.
 
-``selu_alpha_dropout`` (train mode, p = 0.1) is compared with ``alpha_dropout(selu(x))``, and
-``selu_alpha_dropout+bwd`` times the forward and ``torch.autograd.grad`` through it (five passes over memory: the
-forward's read and write, the backward's two reads and a write). For these the report adds each variant's peak
-memory above its inputs during the forward and backward.
+An op ending in ``+bwd`` times the forward and ``torch.autograd.grad`` through it (five passes over memory: the
+forward's read and write, the backward's two reads and a write). ``selu_alpha_dropout`` (train mode, p = 0.1) is
+compared with ``alpha_dropout(selu(x))``; for it and its ``+bwd`` the report adds each variant's peak memory above
+its inputs during the forward and backward.
 """
 
 import argparse
@@ -33,9 +33,10 @@ from activations_ext.timing import interleaved_median_seconds
 DTYPES = {str(dtype).removeprefix("torch."): dtype for dtype in catalog.DTYPES}
 CUDA_SIZES = ["2^16", "2^18", "2^20", "2^22", "2^24", "2^26", "4096x393216"]
 CPU_SIZES = ["2^16", "2^18", "2^20", "2^22"]
-# Each activation's forward, in-place, out= and backward forms, and the fused SELU + AlphaDropout.
+# Each activation's forward, in-place, out= and backward forms and its forward and backward through autograd
+# (+bwd), and the fused SELU + AlphaDropout.
 DROPOUT_OPS = ["selu_alpha_dropout", "selu_alpha_dropout+bwd"]
-OPS = [f"{name}{form}" for form in ("", "_", ".out", "_backward") for name in catalog.ACTIVATIONS] + DROPOUT_OPS
+OPS = [f"{name}{form}" for form in ("", "_", ".out", "_backward", "+bwd") for name in catalog.ACTIVATIONS] + DROPOUT_OPS
 DROPOUT_P = 0.1
 # contiguous; strided: every other element along the last dimension; chunk: the first half of
 # ``t.chunk(2, dim=-1)`` for rows of 4096 (the gated-MLP idiom), contiguous rows with a row stride.
@@ -108,10 +109,12 @@ def make_case(op: str) -> Case:
         return Case(1, _ours_selu_alpha_dropout, _torch_selu_alpha_dropout)
     if op == "selu_alpha_dropout+bwd":
         return gradient_case(_ours_selu_alpha_dropout, _torch_selu_alpha_dropout)
-    base = op.split(".")[0].rstrip("_").replace("_backward", "")
+    base = op.split(".")[0].removesuffix("+bwd").rstrip("_").replace("_backward", "")
     activation = catalog.ACTIVATIONS[base]
     ours_packet = getattr(torch.ops.act, base)
     torch_fn = activation.torch_forward
+    if op.endswith("+bwd"):
+        return gradient_case(ours_packet.default, torch_fn)
     if op.endswith("_backward"):
         # The backward op's default form (from the result where it has one) on two operands of random data.
         return Case(2, getattr(torch.ops.act, f"{base}_backward").default, activation.gradients[0].torch_op)

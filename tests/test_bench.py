@@ -121,3 +121,19 @@ def test_figures_past_the_copy_roofline_are_flagged_not_reported():
     assert "200.0%?" in table[2] and "100.0% " in table[3]
     assert table[-1].startswith("? above 110% of the copy: suspect")
     assert "suspect" not in bench.format_table([fine])
+
+
+@pytest.mark.parametrize("name", list(catalog.ACTIVATIONS))
+def test_forward_and_backward_rows_time_torchs_gradient_through_autograd(name):
+    op = f"{name}+bwd"
+    assert op in bench.OPS
+    case = bench.make_case(op)
+    x, g = bench.operands(case, op, (4099,), torch.float32, torch.device("cpu"), "contiguous")
+    assert x.requires_grad and not g.requires_grad
+    (ours,) = case.ours(x, g)
+    (theirs,) = case.torch(x, g)
+    (expected,) = torch.autograd.grad(catalog.ACTIVATIONS[name].torch_forward(x), x, g)
+    torch.testing.assert_close(theirs, expected, rtol=0, atol=0)
+    torch.testing.assert_close(ours, expected, rtol=1e-5, atol=1e-6)
+    row = bench.measure(op, "2^10", torch.float32, torch.device("cpu"), False, repeats=1)
+    assert row.bytes == 5 * 4 * 2**10, "five passes: the forward's read and write, the backward's two reads and a write"
