@@ -206,9 +206,9 @@ def silu(x: torch.Tensor) -> torch.Tensor:
 
 
 def silu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is_result: bool = False) -> torch.Tensor:
-    """``act::silu_backward`` from the input: ``grad * sigmoid(x) * (1 + x * (1 - sigmoid(x)))`` from sigmoid's terms,
-    in the kernel's arithmetic (from the result the kernel refuses, and so stays a call; so does double on the
-    CPU)."""
+    """``act::silu_backward`` from the input: ``grad * sigmoid(x) * (1 + x * (1 - sigmoid(x)))`` from sigmoid's terms
+    over one division, ``s (D + x c) / D^2``, in the kernel's arithmetic (from the result the kernel refuses, and so
+    stays a call; so does double on the CPU)."""
     dtype = self_or_result.dtype
     x = self_or_result.to(_silu_math_dtype(dtype))
     terms = None if is_result else _sigmoid_terms(x, dtype)
@@ -216,8 +216,8 @@ def silu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is
         return NotImplemented
     denominator, sigmoid_numerator, complement_numerator = terms
     g = grad_output.to(_compute_dtype(dtype)).to(x.dtype)
-    sigmoid, complement = sigmoid_numerator / denominator, complement_numerator / denominator
-    return (g * (sigmoid * (1 + x * complement))).to(_compute_dtype(dtype)).to(dtype)
+    slope = sigmoid_numerator * (denominator + x * complement_numerator) / (denominator * denominator)
+    return (g * slope).to(_compute_dtype(dtype)).to(dtype)
 
 
 # What each act op decomposes to; the in-place and out= forms reach Inductor as these (C++ functionalization).
