@@ -1,4 +1,4 @@
-"""Fast, exact SELU, ReLU and SiLU as PyTorch operators (``torch.ops.act.*``), and SELU fused with AlphaDropout.
+"""Fast, exact SELU, ReLU, SiLU and GELU as PyTorch operators (``torch.ops.act.*``), and SELU fused with AlphaDropout.
 
 Importing the package loads the compiled extension, whose C++ registers the ops, their
 CPU/CUDA kernels and their autograd; this package adds the fake (meta) kernels that
@@ -64,14 +64,19 @@ from activations_ext.functional import selu_alpha_dropout  # noqa: E402
 from activations_ext.modules import SELUAlphaDropout  # noqa: E402
 
 # Each catalog activation's functional form (selu, relu, ...) and module (SELU, ReLU, ...).
-for _activation in catalog.ACTIVATIONS.values():
+_DROP_INS = [a for a in catalog.ACTIVATIONS.values() if a.drop_in]
+for _activation in _DROP_INS:
     globals()[_activation.name] = getattr(functional, _activation.name)
     globals()[_activation.module_name] = getattr(modules, _activation.module_name)
+from activations_ext.functional import gelu  # noqa: E402
+from activations_ext.modules import GELU  # noqa: E402
 
 __all__ = [
-    *catalog.ACTIVATIONS,
-    *(activation.module_name for activation in catalog.ACTIVATIONS.values()),
+    *(activation.name for activation in _DROP_INS),
+    *(activation.module_name for activation in _DROP_INS),
+    "GELU",
     "SELUAlphaDropout",
+    "gelu",
     "inductor_fusion_enabled",
     "init",
     "selu_alpha_dropout",

@@ -71,6 +71,119 @@ def silu_backward_scale(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return g * torch.sigmoid(x) * (1 + (x * torch.sigmoid(-x)).abs())
 
 
+# GELU's constants: sqrt(1/2) to twice double's precision, and torch's tanh-form constants as doubles.
+SQRT_HALF = 0.70710678118654757
+SQRT_HALF_LO = -4.8336466567264567e-17
+GELU_TANH_SCALE = 2 * 0.7978845608028654  # 2 sqrt(2 / pi)
+GELU_TANH_CUBIC = 0.044715
+
+
+def _two_product(a: torch.Tensor, b: torch.Tensor | float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``a * b`` in float64 as ``p + e`` exactly (Dekker's product), for ``|a|, |b| < 1e150`` (beyond: e = 0)."""
+
+    def split(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        scaled = v * 134217729.0  # 2^27 + 1
+        hi = scaled - (scaled - v)
+        return hi, v - hi
+
+    b = torch.as_tensor(b, dtype=torch.float64)
+    p = a * b
+    (a1, a2), (b1, b2) = split(a), split(b)
+    e = ((a1 * b1 - p) + a1 * b2 + a2 * b1) + a2 * b2
+    return p, torch.where((a.abs() < 1e150) & (b.abs() < 1e150), e, 0.0)
+
+
+def _two_sum(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``a + b`` in float64 as ``s + e`` exactly (Knuth's TwoSum); e = 0 where s is not finite."""
+    s = a + b
+    b_part = s - a
+    e = (a - (s - b_part)) + (b - b_part)
+    return s, torch.where(s.isfinite(), e, 0.0)
+
+
+def _gelu_terms(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Phi(x) and phi(x) in float64 for float64 ``x``: ``erfc(-x / sqrt 2) / 2`` with the argument carried to twice
+    double's precision, and ``exp(-x^2 / 2) / sqrt(2 pi)`` with x^2's rounding error folded in."""
+    square, square_lo = _two_product(x, x)
+    exp_half_square = torch.exp(-0.5 * square) * (1 - 0.5 * square_lo)
+    z, z_lo = _two_product(-x, SQRT_HALF)
+    z_lo = z_lo + torch.where(x.abs() < 1e300, -x * SQRT_HALF_LO, 0.0)
+    cdf = 0.5 * (torch.special.erfc(z) - z_lo * (2 / torch.pi**0.5) * exp_half_square)
+    return cdf, exp_half_square / (2 * torch.pi) ** 0.5
+
+
+# Where float64 GELU's results are subnormal (x below -37.5; gelu_tanh below -21), they are products with a subnormal
+# factor (Phi(x), exp(-|v|)), whose rounding their cofactor scales: there the bounds are in ulps of that factor's
+# range times the cofactor. To float32 and the 16-bit types these terms round to 0, and change nothing.
+_SMALLEST_NORMAL64 = 2.0**-1022
+
+
+def gelu_scale(x: torch.Tensor) -> torch.Tensor:
+    """``|x|`` times float64's smallest normal: float64 GELU's subnormal results are ``x`` times a subnormal."""
+    return x.double().abs() * _SMALLEST_NORMAL64
+
+
+def gelu_reference(x: torch.Tensor) -> torch.Tensor:
+    """GELU in float64, ``x Phi(x)`` from erfc (no ``1 + erf`` cancellation)."""
+    x = x.double()
+    return x * _gelu_terms(x)[0]
+
+
+def gelu_backward_reference(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """d gelu / dx times ``grad`` in float64: ``Phi(x) + x phi(x)``."""
+    g, x = grad.double(), x.double()
+    cdf, pdf = _gelu_terms(x)
+    return g * (cdf + x * pdf)
+
+
+def gelu_backward_scale(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """The size of the terms gelu's gradient adds, ``grad (Phi(x) + |x phi(x)|)``."""
+    g, x = grad.double(), x.double()
+    cdf, pdf = _gelu_terms(x)
+    return g * (cdf + (x * pdf).abs()) + g.abs() * (1 + x.abs()) * _SMALLEST_NORMAL64
+
+
+def _gelu_tanh_sigmoids(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``sigmoid(v)`` and ``1 - sigmoid(v)`` in float64 for float64 ``x``, v = 2 sqrt(2 / pi) (x + 0.044715 x^3)
+    carried to twice double's precision, ``exp(-|v|)`` then corrected to first order."""
+    square, square_lo = _two_product(x, x)
+    cube, cube_lo = _two_product(square, x)
+    cube_lo = cube_lo + square_lo * x
+    cubic, cubic_lo = _two_product(cube, GELU_TANH_CUBIC)
+    inner, inner_lo = _two_sum(x, cubic)
+    v, v_lo = _two_product(inner, GELU_TANH_SCALE)
+    v_lo = v_lo + GELU_TANH_SCALE * (inner_lo + cubic_lo + GELU_TANH_CUBIC * cube_lo)
+    v_lo = torch.where(x.abs() < 1e100, v_lo, 0.0)
+    t = torch.exp(-v.abs()) * (1 - torch.where(v < 0, -v_lo, v_lo))
+    small, large = t / (1 + t), 1 / (1 + t)
+    return torch.where(v < 0, small, large), torch.where(v < 0, large, small)
+
+
+def gelu_tanh_reference(x: torch.Tensor) -> torch.Tensor:
+    """GELU with torch's approximate="tanh" in float64: ``x sigmoid(v)``, which ``x (1 + tanh(v / 2)) / 2`` is."""
+    x = x.double()
+    return x * _gelu_tanh_sigmoids(x)[0]
+
+
+def _gelu_tanh_slope(x: torch.Tensor) -> torch.Tensor:
+    return GELU_TANH_SCALE * (1 + 3 * GELU_TANH_CUBIC * x * x)
+
+
+def gelu_tanh_backward_reference(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """d gelu_tanh / dx times ``grad`` in float64: ``sigmoid(v) (1 + x v' (1 - sigmoid(v)))``."""
+    g, x = grad.double(), x.double()
+    sigmoid, complement = _gelu_tanh_sigmoids(x)
+    return g * sigmoid * (1 + x * _gelu_tanh_slope(x) * complement)
+
+
+def gelu_tanh_backward_scale(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """The size of the terms gelu_tanh's gradient adds, ``grad sigmoid(v) (1 + |x v' (1 - sigmoid(v))|)``."""
+    g, x = grad.double(), x.double()
+    sigmoid, complement = _gelu_tanh_sigmoids(x)
+    slope_term = (x * _gelu_tanh_slope(x)).abs()
+    return g * sigmoid * (1 + slope_term * complement) + g.abs() * (1 + slope_term) * _SMALLEST_NORMAL64
+
+
 def _bound_for(bound: tuple[float, float, float], dtype: torch.dtype) -> float:
     """The entry of a (16-bit types, float32, float64) ulp bound for ``dtype``."""
     return bound[{2: 0, 4: 1, 8: 2}[dtype.itemsize]]
@@ -147,6 +260,10 @@ class Activation:
             result does not determine its gradient has only the second.
         backward_layout_from_grad: the backward's output is laid out as ATen's TensorIterator lays out an op
             on (grad_output, saved), as elu_backward does; else on (saved, grad_output), as threshold_backward.
+        drop_in: its functional form and module replace torch.nn's of the same names, with their ``inplace``
+            option; else an option of another drop-in selects it (GELU's ``approximate``), written by hand.
+        scale: the size of the terms the forward's result is made of, from ``x``, where a bound is in ulps of that
+            rather than of the result (None: its result).
     """
 
     name: str
@@ -159,6 +276,8 @@ class Activation:
     ulp_bound: tuple[float, float, float]  # (16-bit types, float32, float64)
     gradients: tuple[Gradient, ...]
     backward_layout_from_grad: bool
+    drop_in: bool = True
+    scale: Callable[[torch.Tensor], torch.Tensor] | None = None
 
     @property
     def ops(self) -> Ops:
@@ -257,6 +376,57 @@ ACTIVATIONS = {
                 ),
             ),
             backward_layout_from_grad=True,
+        ),
+        Activation(
+            "gelu",
+            "GELU",
+            'GELU, ``x Phi(x)`` with Phi the standard normal CDF (``torch.nn.functional.gelu``, approximate="none").',
+            gelu_reference,
+            torch.nn.functional.gelu,
+            torch.ops.aten.gelu_,
+            lambda x, out: torch.ops.aten.gelu.out(x, out=out),
+            # Computed in double: one rounding of float32 and 16-bit results. float64: erfc's error (CUDA's: 5 ulps)
+            # and the products', and the float64 reference's own.
+            ulp_bound=(1.0, 1.0, 8.0),
+            gradients=(
+                # Phi(x) + x phi(x) cancels near its root x = -0.75: in ulps of its terms.
+                Gradient(
+                    False,
+                    gelu_backward_reference,
+                    lambda g, x: torch.ops.aten.gelu_backward(g, x),
+                    ulp_bound=(1.0, 1.0, 8.0),
+                    scale=gelu_backward_scale,
+                ),
+            ),
+            backward_layout_from_grad=True,
+            drop_in=False,
+            scale=gelu_scale,
+        ),
+        Activation(
+            "gelu_tanh",
+            "GELUTanh",
+            "GELU's tanh approximation, ``x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2`` "
+            '(``torch.nn.functional.gelu``, approximate="tanh").',
+            gelu_tanh_reference,
+            lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+            lambda x: torch.ops.aten.gelu_(x, approximate="tanh"),
+            lambda x, out: torch.ops.aten.gelu.out(x, approximate="tanh", out=out),
+            # Computed in double: one rounding of float32 and 16-bit results. float64: exp's error and the
+            # division's and products', and the float64 reference's own.
+            ulp_bound=(1.0, 1.0, 4.0),
+            gradients=(
+                # float64: the two divisions besides (6 ulps measured on the CPU).
+                Gradient(
+                    False,
+                    gelu_tanh_backward_reference,
+                    lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate="tanh"),
+                    ulp_bound=(1.0, 1.0, 8.0),
+                    scale=gelu_tanh_backward_scale,
+                ),
+            ),
+            backward_layout_from_grad=True,
+            drop_in=False,
+            scale=gelu_scale,
         ),
     )
 }

@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from activations_ext.catalog import SELU_ALPHA, SELU_SCALE
+from activations_ext.catalog import GELU_TANH_CUBIC, GELU_TANH_SCALE, SELU_ALPHA, SELU_SCALE, SQRT_HALF
 
 
 def _to_float32(value: float) -> float:
@@ -220,6 +220,64 @@ def silu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is
     return (g * slope).to(_compute_dtype(dtype)).to(dtype)
 
 
+def _in_double_on_cuda(x: torch.Tensor) -> bool:
+    """Whether a GELU decomposition applies: the kernels compute GELU in double, which generated code matches within
+    the ulp bounds on CUDA (libdevice's erfc and exp against CUDA's), but not on the CPU (Sleef's, called only in
+    vector loops), nor in float64, whose kernels carry the arguments to twice double's precision."""
+    return x.device.type == "cuda" and x.dtype != torch.float64
+
+
+def gelu(x: torch.Tensor) -> torch.Tensor:
+    """``act::gelu`` in double, ``x erfc(-x / sqrt 2) / 2``, rounded once (CUDA, float32 and 16-bit; else a call)."""
+    if not _in_double_on_cuda(x):
+        return NotImplemented
+    xd = x.double()
+    return (xd * (0.5 * torch.special.erfc(-xd * SQRT_HALF))).to(x.dtype)
+
+
+def gelu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is_result: bool = False) -> torch.Tensor:
+    """``act::gelu_backward`` from the input in double, ``grad (Phi(x) + x phi(x))`` (CUDA, float32 and 16-bit; else,
+    and from the result, which the kernel refuses, a call)."""
+    if is_result or not _in_double_on_cuda(self_or_result):
+        return NotImplemented
+    x = self_or_result.double()
+    exp_half_square = torch.exp(-0.5 * (x * x))
+    cdf = 0.5 * torch.special.erfc(-x * SQRT_HALF)
+    return (grad_output.double() * (cdf + x * exp_half_square * (1 / math.sqrt(2 * math.pi)))).to(x.dtype)
+
+
+def _gelu_tanh_terms(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``gelu_tanh_sigmoid_terms`` in double: 1 + t and sigmoid's numerators over it, t = exp(-|v|),
+    v = 2 sqrt(2 / pi) (x + 0.044715 x^3)."""
+    v = GELU_TANH_SCALE * (x + GELU_TANH_CUBIC * (x * x * x))
+    t = torch.exp(-v.abs())
+    negative = v < 0
+    return 1 + t, torch.where(negative, t, 1.0), torch.where(negative, 1.0, t)
+
+
+def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    """``act::gelu_tanh`` in double, ``x sigmoid(v)`` from sigmoid's terms (CUDA, float32 and 16-bit; else a call)."""
+    if not _in_double_on_cuda(x):
+        return NotImplemented
+    xd = x.double()
+    denominator, sigmoid_numerator, _ = _gelu_tanh_terms(xd)
+    return (xd * sigmoid_numerator / denominator).to(x.dtype)
+
+
+def gelu_tanh_backward(
+    grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is_result: bool = False
+) -> torch.Tensor:
+    """``act::gelu_tanh_backward`` from the input in double over one division, ``s (D + x v' c) / D^2`` (CUDA,
+    float32 and 16-bit; else a call)."""
+    if is_result or not _in_double_on_cuda(self_or_result):
+        return NotImplemented
+    x = self_or_result.double()
+    denominator, sigmoid_numerator, complement_numerator = _gelu_tanh_terms(x)
+    slope = GELU_TANH_SCALE * (1 + 3 * GELU_TANH_CUBIC * (x * x))
+    gradient = sigmoid_numerator * (denominator + x * slope * complement_numerator) / (denominator * denominator)
+    return (grad_output.double() * gradient).to(x.dtype)
+
+
 # What each act op decomposes to; the in-place and out= forms reach Inductor as these (C++ functionalization).
 DECOMPOSITIONS = {
     torch.ops.act.selu.default: selu,
@@ -228,4 +286,8 @@ DECOMPOSITIONS = {
     torch.ops.act.relu_backward.default: relu_backward,
     torch.ops.act.silu.default: silu,
     torch.ops.act.silu_backward.default: silu_backward,
+    torch.ops.act.gelu.default: gelu,
+    torch.ops.act.gelu_backward.default: gelu_backward,
+    torch.ops.act.gelu_tanh.default: gelu_tanh,
+    torch.ops.act.gelu_tanh_backward.default: gelu_tanh_backward,
 }

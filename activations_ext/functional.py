@@ -1,5 +1,6 @@
 """Functional API: a drop-in for each activation's ``torch.nn.functional`` counterpart, with its signature
-(``input``, ``inplace``), made from the catalog; and ``selu_alpha_dropout``."""
+(``input``, ``inplace``), made from the catalog; ``gelu`` (``input``, ``approximate``); and
+``selu_alpha_dropout``."""
 
 from collections.abc import Callable
 
@@ -41,7 +42,30 @@ def _elementwise(name: str, summary: str) -> Callable[[torch.Tensor, bool], torc
 
 # One functional drop-in per activation of the catalog: activations_ext.selu, activations_ext.relu, ...
 for _name, _activation in ACTIVATIONS.items():
-    globals()[_name] = _elementwise(_name, _activation.summary)
+    if _activation.drop_in:
+        globals()[_name] = _elementwise(_name, _activation.summary)
+
+
+def gelu(input: torch.Tensor, approximate: str = "none") -> torch.Tensor:  # noqa: A002
+    """GELU, ``x Phi(x)`` with Phi the standard normal CDF, or with ``approximate="tanh"`` its tanh approximation
+    ``x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2``: ``torch.nn.functional.gelu``'s signature.
+
+    Both are computed without the cancellation of torch's ``1 + erf`` and ``1 + tanh`` for negative x (from erfc
+    and from a sigmoid).
+
+    Args:
+        input: a float32, float64, float16 or bfloat16 tensor on the CPU or a CUDA device, any shape and layout.
+        approximate: ``"none"`` (``torch.ops.act.gelu``) or ``"tanh"`` (``torch.ops.act.gelu_tanh``).
+
+    Returns:
+        A new tensor laid out like ``input``.
+
+    Raises:
+        TypeError: ``input`` is not a tensor, or not of a supported dtype.
+        ValueError: ``approximate`` is neither ``"none"`` nor ``"tanh"``.
+    """
+    _check_input("gelu", input)
+    return torch.ops.act.gelu(input, approximate=approximate)
 
 
 def selu_alpha_dropout(

@@ -1,5 +1,5 @@
-"""``nn.Module`` drop-ins: one for each activation's ``torch.nn`` counterpart, made from the catalog, and one for
-``torch.nn.SELU`` followed by ``torch.nn.AlphaDropout``."""
+"""``nn.Module`` drop-ins: one for each activation's ``torch.nn`` counterpart, made from the catalog, ``GELU``, and
+one for ``torch.nn.SELU`` followed by ``torch.nn.AlphaDropout``."""
 
 from collections.abc import Callable
 
@@ -44,7 +44,30 @@ def _module(activation: Activation) -> type[_Activation]:
 
 # One module per activation of the catalog: activations_ext.SELU, activations_ext.ReLU, ...
 for _activation in ACTIVATIONS.values():
-    globals()[_activation.module_name] = _module(_activation)
+    if _activation.drop_in:
+        globals()[_activation.module_name] = _module(_activation)
+
+
+class GELU(nn.Module):
+    """GELU, or with ``approximate="tanh"`` its tanh approximation: a drop-in for ``torch.nn.GELU``.
+
+    Applies :func:`activations_ext.gelu` elementwise.
+
+    Args:
+        approximate: ``"none"`` or ``"tanh"``.
+    """
+
+    def __init__(self, approximate: str = "none") -> None:
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Returns the GELU of ``x``."""
+        return functional.gelu(x, approximate=self.approximate)
+
+    def extra_repr(self) -> str:
+        """``approximate='tanh'`` as torch.nn.GELU prints it."""
+        return f"approximate={self.approximate!r}"
 
 
 class SELUAlphaDropout(nn.Module):

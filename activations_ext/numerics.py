@@ -102,7 +102,8 @@ def max_ulp_errors(
         g, xc = grad.cpu(), x.cpu()
         errors = {}
         for a, result in zip(ACTIVATIONS.values(), results, strict=True):
-            errors[a.name] = ulp_error(result.cpu(), a.reference(xc), dtype).max().item()
+            scale = a.scale(xc) if a.scale else None
+            errors[a.name] = ulp_error(result.cpu(), a.reference(xc), dtype, scale).max().item()
             for form in a.gradients:
                 saved = result.cpu() if form.is_result else xc
                 scale = form.scale(g, saved) if form.scale else None

@@ -36,9 +36,13 @@ C10_HOST_DEVICE inline float exp_of(float x) { return ::expf(x); }
 #ifdef __CUDA_ARCH__
 __device__ inline double expm1_of(double x) { return ::expm1(x); }
 __device__ inline double exp_of(double x) { return ::exp(x); }
+__device__ inline double erfc_of(double x) { return ::erfc(x); }
+__device__ inline double fma_of(double a, double b, double c) { return ::fma(a, b, c); }
 #else
 inline double expm1_of(double x) { return act_cpu_expm1(x); }  // vectorized: cpu_math.h
 inline double exp_of(double x) { return act_cpu_exp(x); }
+inline double erfc_of(double x) { return act_cpu_erfc(x); }
+inline double fma_of(double a, double b, double c) { return __builtin_fma(a, b, c); }  // an instruction from AVX2 up
 #endif
 
 #ifndef __CUDA_ARCH__
@@ -326,12 +330,29 @@ struct SigmoidTerms {
   math_t sigmoid_numerator, complement_numerator;  // over the denominator: sigmoid(x) and 1 - sigmoid(x)
 };
 
-// The selects come before the call to exp and only arithmetic after it: the form in which the CPU loop vectorizes.
+// From t = exp(-|x|) and the sign of x, by arithmetic alone (a select after a call to exp would keep the CPU loop
+// scalar).
+template <typename math_t>
+C10_HOST_DEVICE inline SigmoidTerms<math_t> sigmoid_terms_from(math_t negative, math_t t) {
+  return {math_t(1) + t, t * negative + (math_t(1) - negative), t * (math_t(1) - negative) + negative};
+}
+
 template <typename scalar_t, typename math_t>
 C10_HOST_DEVICE inline SigmoidTerms<math_t> sigmoid_terms(math_t x) {
   const math_t negative = x < math_t(0) ? math_t(1) : math_t(0);
-  const math_t t = exp_nonpositive<scalar_t, math_t>(x < math_t(0) ? x : -x);
-  return {math_t(1) + t, t * negative + (math_t(1) - negative), t * (math_t(1) - negative) + negative};
+  return sigmoid_terms_from(negative, exp_nonpositive<scalar_t, math_t>(x < math_t(0) ? x : -x));
+}
+
+// x sigmoid(v) differentiated in x, for v = v(x) with dv/dx = slope: sigmoid(v) (1 + x slope (1 - sigmoid(v))),
+// with sigmoid(v) = s / D and 1 - sigmoid(v) = c / D. Over one division, s (D + x slope c) / D^2 (on the GPU a
+// division is dear), but for float64 results, which keep two: D^2's rounding would cost them an ulp.
+template <typename scalar_t, typename math_t>
+C10_HOST_DEVICE inline math_t x_sigmoid_slope(const SigmoidTerms<math_t>& terms, math_t x, math_t slope) {
+  const math_t d = terms.denominator;
+  if constexpr (std::is_same_v<scalar_t, double>) {
+    return terms.sigmoid_numerator / d * (1 + x * slope * (terms.complement_numerator / d));
+  }
+  return terms.sigmoid_numerator * (d + x * slope * terms.complement_numerator) / (d * d);
 }
 
 #ifdef __CUDA_ARCH__
@@ -417,11 +438,143 @@ struct SiluBackward {
 #endif
     using math_t = silu_math_t<scalar_t>;
     const math_t x = x_in;
-    // sigmoid(x) (1 + x (1 - sigmoid(x))) over one division: s (D + x c) / D^2, with sigmoid(x) = s / D and
-    // 1 - sigmoid(x) = c / D.
-    const SigmoidTerms<math_t> terms = sigmoid_terms<scalar_t>(x);
-    const math_t d = terms.denominator;
-    return acc_t(math_t(grad) * (terms.sigmoid_numerator * (d + x * terms.complement_numerator) / (d * d)));
+    return acc_t(math_t(grad) * x_sigmoid_slope<scalar_t>(sigmoid_terms<scalar_t>(x), x, math_t(1)));
+  }
+};
+
+// GELU, x Phi(x) with Phi the standard normal CDF (torch's approximate="none"), as x erfc(-x / sqrt 2) / 2: erfc does
+// not cancel where torch's 1 + erf(x / sqrt 2) does (float32 below about x = -4, where torch's result loses every
+// digit). Computed in double: one rounding of the smaller types' result. In float64 z = -x / sqrt 2 is carried to
+// twice double's precision, z + z_lo, and erfc(z + z_lo) = erfc(z) - z_lo (2 / sqrt pi) exp(-z^2): z's own rounding
+// would cost about z^2 ulps (hundreds in the negative tail). Likewise exp(-x^2 / 2) takes x^2's rounding error.
+constexpr double kSqrtHalf = 0.70710678118654757;       // sqrt(1/2), rounded
+constexpr double kSqrtHalfLo = -4.8336466567264567e-17;  // sqrt(1/2) - kSqrtHalf
+constexpr double kTwoOverSqrtPi = 1.1283791670955126;
+constexpr double kInvSqrtTwoPi = 0.3989422804014327;
+
+// exp(-x^2 / 2); in float64 with x^2's rounding error (exact by fma) folded in. Past |x| = 1e150 it is 0 either way.
+template <typename scalar_t>
+C10_HOST_DEVICE inline double exp_half_square(double x) {
+  const double square = x * x;
+  if constexpr (!std::is_same_v<scalar_t, double>) return exp_of(-0.5 * square);
+  const double square_lo = fabs(x) < 1e150 ? fma_of(x, x, -square) : 0.0;  // inf and NaN: no inf - inf
+  return exp_of(-0.5 * square) * (1 - 0.5 * square_lo);
+}
+
+// Phi(x) = erfc(-x / sqrt 2) / 2, given exp(-x^2 / 2) for float64's correction.
+template <typename scalar_t>
+C10_HOST_DEVICE inline double normal_cdf(double x, double exp_half_square_x) {
+  const double z = -x * kSqrtHalf;
+  if constexpr (!std::is_same_v<scalar_t, double>) return 0.5 * erfc_of(z);
+  const double z_lo = fabs(x) < 1e300 ? fma_of(-x, kSqrtHalf, -z) - x * kSqrtHalfLo : 0.0;
+  return 0.5 * (erfc_of(z) - z_lo * kTwoOverSqrtPi * exp_half_square_x);
+}
+
+template <typename scalar_t>
+struct GeluForward {
+  using Args = NoArgs;
+  using acc_t = opmath_t<scalar_t>;
+  static constexpr int arity = 1;
+  C10_HOST_DEVICE acc_t operator()(acc_t x_in) const {
+    const double x = x_in;
+    const double e = std::is_same_v<scalar_t, double> ? exp_half_square<scalar_t>(x) : 0.0;
+    return acc_t(x * normal_cdf<scalar_t>(x, e));
+  }
+};
+
+// d gelu / dx times grad, from the input: Phi(x) + x phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi). The two terms
+// cancel near the root x = -0.75 (in any arithmetic): bounds there are in ulps of the terms.
+template <typename scalar_t>
+struct GeluBackward {
+  using Args = NoArgs;
+  using acc_t = opmath_t<scalar_t>;
+  static constexpr int arity = 2;
+  C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t x_in) const {
+    const double x = x_in;
+    const double e = exp_half_square<scalar_t>(x);
+    return acc_t(double(grad) * (normal_cdf<scalar_t>(x, e) + x * e * kInvSqrtTwoPi));
+  }
+};
+
+// GELU with torch's approximate="tanh": x (1 + tanh(u)) / 2, u = sqrt(2 / pi) (x + 0.044715 x^3), which is
+// x sigmoid(v) with v = 2u: from sigmoid's terms, which do not cancel where torch's 1 + tanh(u) does (below about
+// x = -3). In double; in float64 v is carried to twice double's precision (its rounding would cost |v| ulps of a
+// result in the negative tail). The constants are torch's, as doubles.
+constexpr double kGeluTanhScale = 2 * 0.7978845608028654;  // 2 sqrt(2 / pi), torch's kBeta doubled (exact)
+constexpr double kGeluTanhCubic = 0.044715;
+
+struct GeluTanhArgument {
+  double v, v_lo;  // 2u = v + v_lo
+};
+
+// Each step rounded as written: the error terms below are exact only so (on the GPU the compiler would otherwise
+// fuse a product into the sum after it; on the CPU -ffp-contract=off keeps them apart).
+C10_HOST_DEVICE inline double add_rn(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+C10_HOST_DEVICE inline double mul_rn(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+template <typename scalar_t>
+C10_HOST_DEVICE inline GeluTanhArgument gelu_tanh_argument(double x) {
+  const double square = mul_rn(x, x);
+  const double cube = mul_rn(square, x);
+  const double cubic = mul_rn(kGeluTanhCubic, cube);
+  const double inner = add_rn(x, cubic);
+  const double v = mul_rn(kGeluTanhScale, inner);
+  if constexpr (!std::is_same_v<scalar_t, double>) return {v, 0.0};
+  // Each product's and sum's rounding error (exact by fma and TwoSum), carried to first order.
+  const double square_lo = fma_of(x, x, -square);
+  const double cube_lo = fma_of(square, x, -cube) + square_lo * x;
+  const double cubic_lo = fma_of(kGeluTanhCubic, cube, -cubic) + kGeluTanhCubic * cube_lo;
+  const double x_part = add_rn(inner, -cubic);
+  const double inner_lo = add_rn(add_rn(x, -x_part), add_rn(cubic, -add_rn(inner, -x_part))) + cubic_lo;
+  const double v_lo = fma_of(kGeluTanhScale, inner, -v) + kGeluTanhScale * inner_lo;
+  return {v, fabs(x) < 1e100 ? v_lo : 0.0};  // beyond, inf and NaN: no inf - inf
+}
+
+// sigmoid's terms of v + v_lo: exp(-|v| - |v|_lo) = exp(-|v|) (1 - |v|_lo).
+template <typename scalar_t>
+C10_HOST_DEVICE inline SigmoidTerms<double> gelu_tanh_sigmoid_terms(double x) {
+  const GeluTanhArgument a = gelu_tanh_argument<scalar_t>(x);
+  const double negative = a.v < 0 ? 1.0 : 0.0;
+  const double magnitude_lo = a.v < 0 ? -a.v_lo : a.v_lo;
+  return sigmoid_terms_from(negative, exp_of(a.v < 0 ? a.v : -a.v) * (1 - magnitude_lo));
+}
+
+template <typename scalar_t>
+struct GeluTanhForward {
+  using Args = NoArgs;
+  using acc_t = opmath_t<scalar_t>;
+  static constexpr int arity = 1;
+  C10_HOST_DEVICE acc_t operator()(acc_t x_in) const {
+    const double x = x_in;
+    const SigmoidTerms<double> terms = gelu_tanh_sigmoid_terms<scalar_t>(x);
+    return acc_t(x * terms.sigmoid_numerator / terms.denominator);
+  }
+};
+
+// d gelu_tanh / dx times grad, from the input: sigmoid(v) (1 + x v' (1 - sigmoid(v))), v' = dv/dx =
+// 2 sqrt(2 / pi) (1 + 3 * 0.044715 x^2); it cancels near the root x = -0.75.
+template <typename scalar_t>
+struct GeluTanhBackward {
+  using Args = NoArgs;
+  using acc_t = opmath_t<scalar_t>;
+  static constexpr int arity = 2;
+  C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t x_in) const {
+    const double x = x_in;
+    const double slope = kGeluTanhScale * (1 + 3 * kGeluTanhCubic * (x * x));
+    return acc_t(double(grad) * x_sigmoid_slope<scalar_t>(gelu_tanh_sigmoid_terms<scalar_t>(x), x, slope));
   }
 };
 
@@ -626,7 +779,40 @@ struct Silu {
   using Backward = SiluBackward<T>;  // from the input
 };
 
-#define ACT_ACTIVATIONS(X) X(Selu) X(Relu) X(Silu)
+// GELU has a minimum too: its gradient comes from the input alone, as SiLU's.
+struct Gelu {
+  static constexpr const char* name = "gelu";
+  static constexpr Schemas schemas{
+      "gelu(Tensor x) -> Tensor",
+      "gelu_(Tensor(a!) x) -> Tensor(a!)",
+      "gelu.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
+      "gelu_backward(Tensor grad_output, Tensor self_or_result, *, bool is_result=False) -> Tensor",
+  };
+  static constexpr bool saves_input = true;
+  static constexpr bool gradient_needs_input = true;
+  template <typename T>
+  using Forward = GeluForward<T>;
+  template <typename T>
+  using Backward = GeluBackward<T>;  // from the input
+};
+
+struct GeluTanh {
+  static constexpr const char* name = "gelu_tanh";
+  static constexpr Schemas schemas{
+      "gelu_tanh(Tensor x) -> Tensor",
+      "gelu_tanh_(Tensor(a!) x) -> Tensor(a!)",
+      "gelu_tanh.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
+      "gelu_tanh_backward(Tensor grad_output, Tensor self_or_result, *, bool is_result=False) -> Tensor",
+  };
+  static constexpr bool saves_input = true;
+  static constexpr bool gradient_needs_input = true;
+  template <typename T>
+  using Forward = GeluTanhForward<T>;
+  template <typename T>
+  using Backward = GeluTanhBackward<T>;  // from the input
+};
+
+#define ACT_ACTIVATIONS(X) X(Selu) X(Relu) X(Silu) X(Gelu) X(GeluTanh)
 
 // Whether an activation has a gradient from the input beside the one from the result.
 template <typename Op, typename = void>

@@ -17,8 +17,10 @@
 extern "C" {
 __m256d Sleef_expd4_u10(__m256d);
 __m256d Sleef_expm1d4_u10(__m256d);
+__m256d Sleef_erfcd4_u15(__m256d);
 __m512d Sleef_expd8_u10(__m512d);
 __m512d Sleef_expm1d8_u10(__m512d);
+__m512d Sleef_erfcd8_u15(__m512d);
 }
 #endif
 
@@ -51,35 +53,30 @@ __attribute__((target("arch=x86-64-v3"))) __m128d two_lanes(__m128d x) {
 
 }  // namespace
 
+// A function of cpu_math.h: the scalar form and its 2-, 4- and 8-lane variants, on Sleef's AVX2 and AVX-512
+// functions (libm's in the baseline loop).
+#define ACT_CPU_SIMD_FUNCTION(name, libm, sleef4, sleef8)                                                        \
+  double name(double x) {                                                                                     \
+    return act::cpu_vector_level() >= 1 ? _mm_cvtsd_f64(two_lanes<sleef4>(_mm_set_sd(x))) : libm(x);          \
+  }                                                                                                           \
+  __m128d _ZGVbN2v_##name(__m128d x) {                                                                        \
+    if (act::cpu_vector_level() >= 1) return two_lanes<sleef4>(x);                                            \
+    return _mm_set_pd(libm(_mm_cvtsd_f64(_mm_unpackhi_pd(x, x))), libm(_mm_cvtsd_f64(x)));                    \
+  }                                                                                                           \
+  __attribute__((target("arch=x86-64-v3"))) __m256d _ZGVdN4v_##name(__m256d x) { return sleef4(x); }          \
+  __attribute__((target("arch=x86-64-v4"))) __m512d _ZGVeN8v_##name(__m512d x) { return sleef8(x); }
+
 extern "C" {
 
-double act_cpu_exp(double x) {
-  return act::cpu_vector_level() >= 1 ? _mm_cvtsd_f64(two_lanes<Sleef_expd4_u10>(_mm_set_sd(x))) : ::exp(x);
-}
-
-double act_cpu_expm1(double x) {
-  return act::cpu_vector_level() >= 1 ? _mm_cvtsd_f64(two_lanes<Sleef_expm1d4_u10>(_mm_set_sd(x))) : ::expm1(x);
-}
-
-__m128d _ZGVbN2v_act_cpu_exp(__m128d x) {
-  if (act::cpu_vector_level() >= 1) return two_lanes<Sleef_expd4_u10>(x);
-  return _mm_set_pd(::exp(_mm_cvtsd_f64(_mm_unpackhi_pd(x, x))), ::exp(_mm_cvtsd_f64(x)));
-}
-
-__m128d _ZGVbN2v_act_cpu_expm1(__m128d x) {
-  if (act::cpu_vector_level() >= 1) return two_lanes<Sleef_expm1d4_u10>(x);
-  return _mm_set_pd(::expm1(_mm_cvtsd_f64(_mm_unpackhi_pd(x, x))), ::expm1(_mm_cvtsd_f64(x)));
-}
-
-__attribute__((target("arch=x86-64-v3"))) __m256d _ZGVdN4v_act_cpu_exp(__m256d x) { return Sleef_expd4_u10(x); }
-__attribute__((target("arch=x86-64-v3"))) __m256d _ZGVdN4v_act_cpu_expm1(__m256d x) { return Sleef_expm1d4_u10(x); }
-__attribute__((target("arch=x86-64-v4"))) __m512d _ZGVeN8v_act_cpu_exp(__m512d x) { return Sleef_expd8_u10(x); }
-__attribute__((target("arch=x86-64-v4"))) __m512d _ZGVeN8v_act_cpu_expm1(__m512d x) { return Sleef_expm1d8_u10(x); }
+ACT_CPU_SIMD_FUNCTION(act_cpu_exp, ::exp, Sleef_expd4_u10, Sleef_expd8_u10)
+ACT_CPU_SIMD_FUNCTION(act_cpu_expm1, ::expm1, Sleef_expm1d4_u10, Sleef_expm1d8_u10)
+ACT_CPU_SIMD_FUNCTION(act_cpu_erfc, ::erfc, Sleef_erfcd4_u15, Sleef_erfcd8_u15)
 
 }  // extern "C"
 #else
 extern "C" {
 double act_cpu_exp(double x) { return ::exp(x); }
 double act_cpu_expm1(double x) { return ::expm1(x); }
+double act_cpu_erfc(double x) { return ::erfc(x); }
 }
 #endif

@@ -226,6 +226,38 @@ at::Tensor selu_alpha_dropout(const at::Tensor& x, double p, bool train, std::op
   return std::get<0>(selu_alpha_dropout_train_op().call(x, p, std::move(generator)));
 }
 
+// gelu with torch's `approximate` argument: "none" is act::gelu, "tanh" act::gelu_tanh.
+bool gelu_is_tanh(const char* op, c10::string_view approximate) {
+  TORCH_CHECK_VALUE(approximate == "none" || approximate == "tanh", op_name(op),
+                    ": expected approximate \"none\" or \"tanh\", but got \"", std::string(approximate), "\"");
+  return approximate == "tanh";
+}
+
+at::Tensor gelu_approximate(const at::Tensor& x, c10::string_view approximate) {
+  return gelu_is_tanh("gelu", approximate) ? forward_op<GeluTanh>().call(x) : forward_op<Gelu>().call(x);
+}
+
+at::Tensor& gelu_approximate_(at::Tensor& x, c10::string_view approximate) {
+  return gelu_is_tanh("gelu_", approximate) ? inplace_op<GeluTanh>().call(x) : inplace_op<Gelu>().call(x);
+}
+
+at::Tensor& gelu_approximate_out(const at::Tensor& x, c10::string_view approximate, at::Tensor& out) {
+  return gelu_is_tanh("gelu.out", approximate) ? out_op<GeluTanh>().call(x, out) : out_op<Gelu>().call(x, out);
+}
+
+at::Tensor gelu_backward_approximate(const at::Tensor& grad_output, const at::Tensor& self,
+                                     c10::string_view approximate) {
+  return gelu_is_tanh("gelu_backward", approximate) ? backward_op<GeluTanh>().call(grad_output, self, false)
+                                                    : backward_op<Gelu>().call(grad_output, self, false);
+}
+
+void register_gelu_approximate(torch::Library& m) {
+  m.impl("gelu.approximate", &gelu_approximate);
+  m.impl("gelu_.approximate", &gelu_approximate_);
+  m.impl("gelu.approximate_out", &gelu_approximate_out);
+  m.impl("gelu_backward.approximate", &gelu_backward_approximate);
+}
+
 void register_all_kernels(torch::Library& m) {
 #define ACT_REGISTER(Op) register_kernels<Op>(m);
   ACT_ACTIVATIONS(ACT_REGISTER)
@@ -244,13 +276,24 @@ TORCH_LIBRARY(act, m) {
   m.def("_selu_alpha_dropout(Tensor x, float p, *, Generator? generator=None) -> (Tensor result, Tensor rng_state)",
         {at::Tag::nondeterministic_seeded});
   m.def("selu_alpha_dropout_backward(Tensor grad_output, Tensor x, Tensor rng_state, float p) -> Tensor");
+  // torch's gelu signatures, each one of the two GELU activations' ops.
+  m.def("gelu.approximate(Tensor x, *, str approximate) -> Tensor");
+  m.def("gelu_.approximate(Tensor(a!) x, *, str approximate) -> Tensor(a!)");
+  m.def("gelu.approximate_out(Tensor x, *, str approximate, Tensor(a!) out) -> Tensor(a!)");
+  m.def("gelu_backward.approximate(Tensor grad_output, Tensor self, *, str approximate) -> Tensor");
 }
 
-TORCH_LIBRARY_IMPL(act, CompositeImplicitAutograd, m) { m.impl("selu_alpha_dropout", &selu_alpha_dropout); }
+TORCH_LIBRARY_IMPL(act, CompositeImplicitAutograd, m) {
+  m.impl("selu_alpha_dropout", &selu_alpha_dropout);
+  register_gelu_approximate(m);
+}
 
-// Under vmap too it is its parts (whose batching rules batching.cpp registers), as functorch decomposes
+// Under vmap too they are their parts (whose batching rules batching.cpp registers), as functorch decomposes
 // ATen's composite ops.
-TORCH_LIBRARY_IMPL(act, FuncTorchBatchedDecomposition, m) { m.impl("selu_alpha_dropout", &selu_alpha_dropout); }
+TORCH_LIBRARY_IMPL(act, FuncTorchBatchedDecomposition, m) {
+  m.impl("selu_alpha_dropout", &selu_alpha_dropout);
+  register_gelu_approximate(m);
+}
 
 TORCH_LIBRARY_IMPL(act, CPU, m) { register_all_kernels(m); }
 

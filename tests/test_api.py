@@ -10,11 +10,13 @@ from torch import nn
 import activations_ext
 from activations_ext.catalog import ACTIVATIONS
 
+DROP_INS = [a for a in ACTIVATIONS.values() if a.drop_in]
+
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_modules_are_drop_ins(device, dtype):
     x = random_data((6, 9), dtype, device)
-    for a in ACTIVATIONS.values():
+    for a in DROP_INS:
         ours, theirs = getattr(activations_ext, a.module_name), getattr(nn, a.module_name)
         assert repr(ours()) == repr(theirs()) and repr(ours(inplace=True)) == repr(theirs(inplace=True))
         torch.testing.assert_close(ours()(x), theirs()(x))
@@ -24,9 +26,11 @@ def test_modules_are_drop_ins(device, dtype):
 
 
 def test_public_api():
-    drop_ins = {name for a in ACTIVATIONS.values() for name in (a.name, a.module_name)}
+    drop_ins = {name for a in DROP_INS for name in (a.name, a.module_name)}
     assert drop_ins >= {"selu", "relu", "SELU", "ReLU"}
     assert set(activations_ext.__all__) == drop_ins | {
+        "GELU",
+        "gelu",
         "SELUAlphaDropout",
         "init",
         "selu_alpha_dropout",
@@ -132,7 +136,7 @@ def test_eager_and_compile_reject_bad_input_with_the_same_words(case):
     assert "but got torch." in eager[1] or "[4, 3]" in eager[1]  # dtypes as Python prints them
 
 
-@pytest.mark.parametrize("name", list(ACTIVATIONS))
+@pytest.mark.parametrize("name", [a.name for a in DROP_INS])
 def test_functional_api_takes_torch_nn_functional_arguments(name):
     ours, theirs = getattr(activations_ext, name), getattr(torch.nn.functional, name)
     x = random_data((5, 7), torch.float32, "cpu")
@@ -202,3 +206,41 @@ def test_the_op_list_is_read_from_the_build():
     assert ACTIVATIONS["relu"].ops.out is torch.ops.act.relu.out
     with pytest.raises(ImportError, match=r"registers the activations \('selu',\), but activations_ext/catalog\.py"):
         activations_ext._check_catalog_describes(("selu",))
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_drop_ins_take_torchs_approximate(device, approximate):
+    """activations_ext.gelu and GELU, and the ops' approximate= overloads, select act.gelu or act.gelu_tanh as torch's
+    gelu selects its formula."""
+    x = random_data((6, 9), torch.float32, device)
+    activation = ACTIVATIONS["gelu_tanh" if approximate == "tanh" else "gelu"]
+    op = activation.ops.forward
+    expected = torch.nn.functional.gelu(x, approximate=approximate)
+    assert repr(activations_ext.GELU(approximate)) == repr(nn.GELU(approximate))
+    for ours in (
+        activations_ext.gelu(input=x, approximate=approximate),
+        activations_ext.GELU(approximate)(x),
+        torch.ops.act.gelu(x, approximate=approximate),
+    ):
+        assert torch.equal(ours, op(x))
+        torch.testing.assert_close(ours, expected)
+    y = x.clone()
+    assert torch.ops.act.gelu_(y, approximate=approximate) is y and torch.equal(y, op(x))
+    out = torch.full_like(x, float("nan"))
+    assert torch.ops.act.gelu(x, approximate=approximate, out=out) is out and torch.equal(out, op(x))
+    g = random_data(x.shape, torch.float32, device, seed=3)
+    assert torch.equal(torch.ops.act.gelu_backward(g, x, approximate=approximate), activation.ops.backward(g, x))
+
+
+def test_gelu_refuses_an_unknown_approximation_by_name():
+    x = torch.ones(3)
+    calls = (
+        lambda: activations_ext.gelu(x, approximate="erf"),
+        lambda: activations_ext.GELU("erf")(x),
+        lambda: torch.ops.act.gelu_(x.clone(), approximate="erf"),
+        lambda: torch.ops.act.gelu(x, approximate="erf", out=torch.empty(3)),
+        lambda: torch.ops.act.gelu_backward(x, x, approximate="erf"),
+    )
+    for call in calls:
+        with pytest.raises(ValueError, match='expected approximate "none" or "tanh", but got "erf"'):
+            call()

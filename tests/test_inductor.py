@@ -16,6 +16,7 @@ from activations_ext.numerics import (
     eager_forward,
     eager_gradients,
     max_ulp_errors,
+    ulp_error,
     ulp_table_violations,
     whole_range_inputs,
 )
@@ -103,10 +104,10 @@ def test_compiled_ulp_table_within_bounds(device):
 def bitwise(name: str, device: str, dtype: torch.dtype) -> bool:
     """Whether the compiled op (by its table name) can equal the kernel bit for bit: everywhere on the CPU, but on
     CUDA not float32/float64 SELU's (and its gradient from the input), whose generated code calls libdevice's expm1
-    and exp where the kernel calls CUDA's, nor SELU's gradient from the input and SiLU's in any dtype (likewise, or
-    the hardware's exp2 where the kernel keeps a subnormal result). Each is held to the ulp bounds by
+    and exp where the kernel calls CUDA's, nor SELU's gradient from the input, SiLU's and GELU's in any dtype
+    (likewise, or the hardware's exp2 where the kernel keeps a subnormal result). Each is held to the ulp bounds by
     test_compiled_ulp_table_within_bounds."""
-    if device == "cuda" and name.startswith("silu"):
+    if device == "cuda" and name.startswith(("silu", "gelu")):
         return False
     if device == "cuda" and name.startswith("selu") and name != "selu_backward":
         return dtype not in (torch.float32, torch.float64) and name != "selu_backward(x)"
@@ -155,7 +156,7 @@ def test_decompositions_equal_the_cpu_kernels_run_eagerly():
             ]
             for op, args, kwargs in calls:
                 decomposed = decompositions.DECOMPOSITIONS[op](*args, **kwargs)
-                if a.name == "silu" and dtype == torch.float32:  # computed in double
+                if (a.name == "silu" and dtype == torch.float32) or a.name.startswith("gelu"):  # computed in double
                     assert decomposed is NotImplemented, (op, kwargs)
                     continue
                 assert same_bits(decomposed, op(*args, **kwargs)).all(), (op, dtype, kwargs)
@@ -164,6 +165,26 @@ def test_decompositions_equal_the_cpu_kernels_run_eagerly():
     assert decompositions.selu_backward(ones, ones, is_result=False) is NotImplemented
     assert decompositions.silu(ones) is NotImplemented
     assert decompositions.silu_backward(ones, ones) is NotImplemented
+    for name in ("gelu", "gelu_tanh"):
+        assert getattr(decompositions, name)(ones) is NotImplemented
+        assert getattr(decompositions, f"{name}_backward")(ones, ones) is NotImplemented
+
+
+@pytest.mark.parametrize("name", ["gelu", "gelu_tanh"])
+def test_gelu_decompositions_meet_the_kernels_bounds(monkeypatch, name):
+    """The CUDA decompositions of GELU, evaluated on the CPU (where they would otherwise stay calls): within the
+    kernels' ulp bounds of the float64 references over the whole range, forward and gradient."""
+    monkeypatch.setattr(decompositions, "_in_double_on_cuda", lambda x: x.dtype != torch.float64)
+    a = ACTIVATIONS[name]
+    (form,) = a.gradients
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        x = whole_range_inputs().to(dtype).unique()
+        grad = random_data(x.shape, dtype, "cpu", seed=5)
+        forward = getattr(decompositions, name)(x)
+        gradient = getattr(decompositions, f"{name}_backward")(grad, x)
+        assert ulp_error(forward, a.reference(x), dtype, a.scale(x)).max() <= a.bound(dtype), dtype
+        scale = form.scale(grad, x)
+        assert ulp_error(gradient, form.reference(grad, x), dtype, scale).max() <= form.bound(dtype), dtype
 
 
 def test_inductor_internals_this_module_relies_on():

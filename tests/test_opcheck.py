@@ -19,6 +19,14 @@ def cases(device, dtype):
         grad = random_data((5, 33), dtype, device, seed=3)
         yield getattr(torch.ops.act, op + "_backward").default, (grad.requires_grad_(), result.requires_grad_()), {}
     act = torch.ops.act
+    # torch's gelu signatures, each the gelu or gelu_tanh ops above.
+    for approximate in ("none", "tanh"):
+        kwargs = {"approximate": approximate}
+        yield act.gelu.approximate, (x.clone().requires_grad_(),), kwargs
+        yield act.gelu_.approximate, (x.clone(),), kwargs
+        yield act.gelu.approximate_out, (x,), {**kwargs, "out": torch.empty_like(x)}
+        grad = random_data((5, 33), dtype, device, seed=3).requires_grad_()
+        yield act.gelu_backward.approximate, (grad, x.clone().requires_grad_()), kwargs
     for train in (True, False):
         yield act.selu_alpha_dropout.default, (x.clone().requires_grad_(), 0.2, train), {}
     yield act._selu_alpha_dropout.default, (x.clone().requires_grad_(), 0.2), {}
