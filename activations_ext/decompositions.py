@@ -208,7 +208,7 @@ def silu(x: torch.Tensor) -> torch.Tensor:
 def silu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is_result: bool = False) -> torch.Tensor:
     """``act::silu_backward`` from the input: ``grad * sigmoid(x) * (1 + x * (1 - sigmoid(x)))`` from sigmoid's terms
     over one division, ``s (D + x c) / D^2``, in the kernel's arithmetic (from the result the kernel refuses, and so
-    stays a call; so does double on the CPU)."""
+    stays a call; so does double on the CPU). The float64 kernel divides twice: on CUDA this is held to its bounds."""
     dtype = self_or_result.dtype
     x = self_or_result.to(_silu_math_dtype(dtype))
     terms = None if is_result else _sigmoid_terms(x, dtype)
