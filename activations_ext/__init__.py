@@ -1,4 +1,5 @@
-"""Fast, exact SELU, ReLU, SiLU and GELU as PyTorch operators (``torch.ops.act.*``), and SELU fused with AlphaDropout.
+"""Fast, exact SELU, ReLU, SiLU and GELU as PyTorch operators (``torch.ops.act.*``), their gated forms (SwiGLU, GeGLU,
+ReGLU), and SELU fused with AlphaDropout.
 
 Importing the package loads the compiled extension, whose C++ registers the ops, their
 CPU/CUDA kernels and their autograd; this package adds the fake (meta) kernels that
@@ -51,6 +52,11 @@ def _check_catalog_describes(built: tuple[str, ...]) -> None:
 
 
 _check_catalog_describes(tuple(name for name, _ in _C.activations()))
+if tuple(g.activation.name for g in catalog.GATED.values()) != tuple(name for name, _ in _C.gated()):
+    raise ImportError(
+        f"activations_ext: the compiled extension registers gated forms of {tuple(n for n, _ in _C.gated())}, but "
+        "activations_ext/catalog.py's GATED describes others; rebuild, or describe each there"
+    )
 from activations_ext import _fake  # noqa: E402, F401  (imported for its registrations)
 
 _register_sharding_rules()
@@ -68,15 +74,23 @@ _DROP_INS = [a for a in catalog.ACTIVATIONS.values() if a.drop_in]
 for _activation in _DROP_INS:
     globals()[_activation.name] = getattr(functional, _activation.name)
     globals()[_activation.module_name] = getattr(modules, _activation.module_name)
-from activations_ext.functional import gelu  # noqa: E402
-from activations_ext.modules import GELU  # noqa: E402
+# Each drop-in activation's gated forms (silu_and_mul, silu_mul, ...), and GELU's with torch's approximate.
+_GATED_DROP_INS = [name for g in catalog.GATED.values() if g.activation.drop_in for name in (g.name, g.pair_name)]
+for _name in _GATED_DROP_INS:
+    globals()[_name] = getattr(functional, _name)
+from activations_ext.functional import gelu, gelu_and_mul, gelu_mul  # noqa: E402
+from activations_ext.modules import GELU, GatedMLP  # noqa: E402
 
 __all__ = [
     *(activation.name for activation in _DROP_INS),
     *(activation.module_name for activation in _DROP_INS),
+    *_GATED_DROP_INS,
     "GELU",
+    "GatedMLP",
     "SELUAlphaDropout",
     "gelu",
+    "gelu_and_mul",
+    "gelu_mul",
     "inductor_fusion_enabled",
     "init",
     "selu_alpha_dropout",

@@ -66,3 +66,21 @@ def check_rng_state(op: str, rng_state: torch.Tensor, x: torch.Tensor) -> None:
             f"but got {'' if contiguous else 'non-contiguous '}{rng_state.dtype} of shape {list(rng_state.shape)} "
             f"on {rng_state.device}"
         )
+
+
+def check_halves(op: str, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A gated op's merged input ``x = [..., 2d]``: its gate and up halves along the last dimension."""
+    check_dtype(op, x, "x")
+    if x.dim() < 1 or x.shape[-1] % 2:
+        raise RuntimeError(
+            f"act.{op}: expected x of shape [..., 2d] (the gate and up halves along its last dimension), but got "
+            f"{list(x.shape)}"
+        )
+    d = x.shape[-1] // 2
+    return x.narrow(-1, 0, d), x.narrow(-1, d, d)
+
+
+def check_pair(op: str, gate: torch.Tensor, up: torch.Tensor) -> None:
+    """A gated op's two inputs: one dtype, device and shape."""
+    check_dtype(op, gate, "gate")
+    check_matches(op, up, "up", gate, "gate")

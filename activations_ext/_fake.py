@@ -11,11 +11,14 @@ from activations_ext import _inductor
 from activations_ext._checks import (
     check_backward,
     check_dtype,
+    check_halves,
+    check_matches,
     check_out,
+    check_pair,
     check_selu_alpha_dropout,
     check_selu_alpha_dropout_backward,
 )
-from activations_ext.catalog import ACTIVATIONS, Activation
+from activations_ext.catalog import ACTIVATIONS, GATED, Activation, Gated
 
 
 def _register(activation: Activation) -> None:
@@ -62,6 +65,58 @@ def _register(activation: Activation) -> None:
 
 for _activation in ACTIVATIONS.values():
     _register(_activation)
+
+
+def _register_gated(gated: Gated) -> None:
+    merged, merged_out, merged_backward, pair, pair_out, pair_backward = gated.ops.names
+
+    # The result laid out as TensorIterator lays out an op on (gate, up), the merged form's gradient as x
+    # (empty_like), the two-tensor form's each as an op on (grad_output, its input): as the kernels lay them out.
+    @torch.library.register_fake(f"act::{merged}")
+    def _merged(x: torch.Tensor) -> torch.Tensor:
+        _inductor.prepare()
+        gate, up = check_halves(merged, x)
+        return torch.ops.aten.mul(gate, up)
+
+    @torch.library.register_fake(f"act::{merged_out}")
+    def _merged_out(x: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+        _inductor.prepare()
+        gate, _ = check_halves(merged, x)
+        check_matches(merged, out, "out", gate, "x[..., :d]")
+        return out
+
+    @torch.library.register_fake(f"act::{merged_backward}")
+    def _merged_backward(grad_output: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        _inductor.prepare()
+        gate, _ = check_halves(merged_backward, x)
+        check_matches(merged_backward, grad_output, "grad_output", gate, "x[..., :d]")
+        return torch.empty_like(x)
+
+    @torch.library.register_fake(f"act::{pair}")
+    def _pair(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+        _inductor.prepare()
+        check_pair(pair, gate, up)
+        return torch.ops.aten.mul(gate, up)
+
+    @torch.library.register_fake(f"act::{pair_out}")
+    def _pair_out(gate: torch.Tensor, up: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+        _inductor.prepare()
+        check_pair(pair, gate, up)
+        check_matches(pair, out, "out", gate, "gate")
+        return out
+
+    @torch.library.register_fake(f"act::{pair_backward}")
+    def _pair_backward(
+        grad_output: torch.Tensor, gate: torch.Tensor, up: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        _inductor.prepare()
+        check_pair(pair_backward, gate, up)
+        check_matches(pair_backward, grad_output, "grad_output", gate, "gate")
+        return torch.ops.aten.add(grad_output, gate), torch.ops.aten.add(grad_output, up)
+
+
+for _gated in GATED.values():
+    _register_gated(_gated)
 
 
 def _check_no_recomputation(op: str) -> None:

@@ -2,9 +2,11 @@
 
 The C++ side lists the elementwise activations in ``ACT_ACTIVATIONS`` (kernels/activations.h), from which every
 one gets its schemas (``name``, ``name_``, ``name.out``, ``name_backward``), kernels, autograd and
-functionalization. Here each has one ``Activation`` record, from which the fake kernels (``_fake``), the DTensor
-rules (``_sharding``), the ulp table (``numerics``), the benchmark rows (``bench``) and the tests' references
-follow. ``tests/test_opcheck.py`` holds the two lists to each other: every registered op must be checked.
+functionalization, and those with gated forms in ``ACT_GATED`` (``name_and_mul`` and ``name_mul``, each with out=
+and backward). Here each has one ``Activation`` record, and each gated form a ``Gated`` one, from which the fake
+kernels (``_fake``), the DTensor rules (``_sharding``), the ulp table (``numerics``), the benchmark rows (``bench``)
+and the tests' references follow. ``tests/test_opcheck.py`` holds the two lists to each other: every registered op
+must be checked.
 """
 
 from collections.abc import Callable
@@ -47,9 +49,9 @@ def relu_reference(x: torch.Tensor) -> torch.Tensor:
 
 
 def relu_backward_reference(grad: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
-    """threshold_backward's rule in float64: the gradient where the result is > 0."""
+    """threshold_backward's rule in float64: the gradient dropped where the result is <= 0 (kept where it is NaN)."""
     g, r = grad.double(), result.double()
-    return torch.where(r > 0, g, 0.0)
+    return torch.where(r <= 0, 0.0, g)
 
 
 def silu_reference(x: torch.Tensor) -> torch.Tensor:
@@ -62,7 +64,7 @@ def silu_backward_reference(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor
     """d silu / dx times ``grad`` in float64: ``sigmoid(x) (1 + x (1 - sigmoid(x)))``, with ``1 - sigmoid(x)`` as
     ``sigmoid(-x)``, which does not cancel."""
     g, x = grad.double(), x.double()
-    return g * torch.sigmoid(x) * (1 + x * torch.sigmoid(-x))
+    return g * (torch.sigmoid(x) * (1 + x * torch.sigmoid(-x)))  # g last: a subnormal g * sigmoid would round
 
 
 def silu_backward_scale(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -173,7 +175,7 @@ def gelu_tanh_backward_reference(grad: torch.Tensor, x: torch.Tensor) -> torch.T
     """d gelu_tanh / dx times ``grad`` in float64: ``sigmoid(v) (1 + x v' (1 - sigmoid(v)))``."""
     g, x = grad.double(), x.double()
     sigmoid, complement = _gelu_tanh_sigmoids(x)
-    return g * sigmoid * (1 + x * _gelu_tanh_slope(x) * complement)
+    return g * (sigmoid * (1 + x * _gelu_tanh_slope(x) * complement))  # g last, as silu's
 
 
 def gelu_tanh_backward_scale(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -428,6 +430,115 @@ ACTIVATIONS = {
             drop_in=False,
             scale=gelu_scale,
         ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class GatedOps:
+    """A gated activation's six ops, named as its ``gated`` schemas in kernels/activations.h name them (read from the
+    build): on the merged ``[..., 2d]`` layout and on two tensors, each with its out= form and backward."""
+
+    names: tuple[str, str, str, str, str, str]  # "silu_and_mul", "silu_and_mul.out", ..., "silu_mul_backward"
+    merged: torch._ops.OpOverload
+    merged_out: torch._ops.OpOverload
+    merged_backward: torch._ops.OpOverload
+    pair: torch._ops.OpOverload
+    pair_out: torch._ops.OpOverload
+    pair_backward: torch._ops.OpOverload
+
+
+def _built_gated_ops() -> dict[str, GatedOps]:
+    """The gated ops of each activation that has them (``_C.gated()``), by the activation's name."""
+    from activations_ext import _C
+
+    return {name: GatedOps(names, *(_overload(n) for n in names)) for name, names in _C.gated()}
+
+
+_GATED_OPS = _built_gated_ops()
+
+
+@dataclass(frozen=True)
+class Gated:
+    """A gated activation (a GLU variant), ``act(gate) * up``: on the merged ``[..., 2d]`` layout of a fused gate/up
+    projection (gate the first half of the last dimension, up the second) and on two tensors.
+
+    Attributes:
+        activation: the catalog activation it gates, whose float64 math and torch op give its references.
+        variant: the GLU variant's name in the literature ("SwiGLU").
+        ulp_bound: the largest error the forward may make, (16-bit types, float32, float64), in ulps of the result
+            (or of ``activation.scale(gate) * |up|`` where that is larger).
+        gradient_ulp_bound: the same for both gradients, the gate's in ulps of its terms where they cancel (the
+            activation's gradient ``scale`` at ``grad * up``).
+    """
+
+    activation: Activation
+    variant: str
+    ulp_bound: tuple[float, float, float]
+    gradient_ulp_bound: tuple[float, float, float]
+
+    @property
+    def ops(self) -> GatedOps:
+        """Its six ops in ``torch.ops.act``."""
+        return _GATED_OPS[self.activation.name]
+
+    @property
+    def name(self) -> str:
+        """The merged op's name, ``silu_and_mul``: the key of ``GATED``."""
+        return self.ops.names[0]
+
+    @property
+    def pair_name(self) -> str:
+        """The two-tensor op's name, ``silu_mul``."""
+        return self.ops.names[3]
+
+    def bound(self, dtype: torch.dtype) -> float:
+        """The forward's ulp bound for results in ``dtype``."""
+        return _bound_for(self.ulp_bound, dtype)
+
+    def gradient_bound(self, dtype: torch.dtype) -> float:
+        """The gradients' ulp bound for results in ``dtype``."""
+        return _bound_for(self.gradient_ulp_bound, dtype)
+
+    def reference(self, gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+        """``act(gate) * up`` in float64."""
+        return self.activation.reference(gate) * up.double()
+
+    def scale(self, gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor | None:
+        """The size of the terms the forward's result is made of, where its bound is in ulps of that."""
+        return self.activation.scale(gate) * up.double().abs() if self.activation.scale else None
+
+    def gradient_references(
+        self, grad: torch.Tensor, gate: torch.Tensor, up: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The gradients of gate and up in float64: ``grad * up * act'(gate)`` and ``grad * act(gate)``."""
+        form = self.activation.gradient(is_result=False)
+        return form.reference(grad.double() * up.double(), gate), grad.double() * self.activation.reference(gate)
+
+    def gradient_scales(
+        self, grad: torch.Tensor, gate: torch.Tensor, up: torch.Tensor
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """The size of the terms each gradient is made of, where its bound is in ulps of that."""
+        form = self.activation.gradient(is_result=False)
+        gate_scale = form.scale(grad.double() * up.double(), gate) if form.scale else None
+        up_scale = grad.double().abs() * self.activation.scale(gate) if self.activation.scale else None
+        return gate_scale, up_scale
+
+    def torch_composition(self, gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+        """torch's own ``act(gate) * up``, the benchmark's and the tests' comparison."""
+        return self.activation.torch_forward(gate) * up
+
+
+# The gated activations, by their merged op's name. Forward and gradients are rounded once from the activation's math
+# (in double for float32 and GELU), so float32 and 16-bit results stay within the activation's bound; float64 adds
+# the product's rounding to the activation's bound.
+GATED = {
+    g.name: g
+    for g in (
+        Gated(ACTIVATIONS["relu"], "ReGLU", ulp_bound=(1.0, 1.0, 1.0), gradient_ulp_bound=(1.0, 1.0, 1.0)),
+        Gated(ACTIVATIONS["silu"], "SwiGLU", ulp_bound=(1.0, 1.0, 5.0), gradient_ulp_bound=(1.0, 1.0, 5.0)),
+        Gated(ACTIVATIONS["gelu"], "GeGLU", ulp_bound=(1.0, 1.0, 9.0), gradient_ulp_bound=(1.0, 1.0, 9.0)),
+        Gated(ACTIVATIONS["gelu_tanh"], "GeGLU (tanh)", ulp_bound=(1.0, 1.0, 5.0), gradient_ulp_bound=(1.0, 1.0, 9.0)),
     )
 }
 

@@ -7,10 +7,11 @@ it rounds as the kernel does. Where no aten formulation can promise that, the fu
 """
 
 import math
+from collections.abc import Callable
 
 import torch
 
-from activations_ext.catalog import GELU_TANH_CUBIC, GELU_TANH_SCALE, SELU_ALPHA, SELU_SCALE, SQRT_HALF
+from activations_ext.catalog import GATED, GELU_TANH_CUBIC, GELU_TANH_SCALE, SELU_ALPHA, SELU_SCALE, SQRT_HALF
 
 
 def _to_float32(value: float) -> float:
@@ -162,16 +163,31 @@ def selu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is
     return torch.where(s <= 0, g * _NEG_COEF[acc] * exp, g * SELU_SCALE).to(self_or_result.dtype)
 
 
-def relu(x: torch.Tensor) -> torch.Tensor:
-    """``act::relu`` on the stored values: NaN passes; -0.0 stays -0.0 on the CPU and becomes +0.0 on CUDA,
-    each as torch.relu does there."""
+# Each activation's value and gradient in its kernels' math type, unrounded (``Math`` in kernels/activations.h), as
+# ``(x, dtype) -> tensor`` and ``(grad, x, dtype) -> tensor`` of the storage ``dtype``'s kernel (None where no aten
+# formulation rounds as it does): the activations round them to the dtype, the gated forms take their products
+# first.
+
+
+def _relu_value(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """ReLU: NaN passes; -0.0 stays -0.0 on the CPU and becomes +0.0 on CUDA, each as torch.relu does there."""
     zero = x <= 0 if x.device.type == "cuda" else x < 0
     return torch.where(zero, 0.0, x)
 
 
+def _relu_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The gradient dropped wherever x (or the result) is <= 0, kept where it is NaN."""
+    return torch.where(x <= 0, 0.0, grad)
+
+
+def relu(x: torch.Tensor) -> torch.Tensor:
+    """``act::relu`` on the stored values."""
+    return _relu_value(x, x.dtype)
+
+
 def relu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is_result: bool = True) -> torch.Tensor:
     """``act::relu_backward``: the gradient is dropped wherever the input, or the result, is <= 0."""
-    return torch.where(self_or_result <= 0, 0.0, grad_output)
+    return _relu_gradient(grad_output, self_or_result, self_or_result.dtype)
 
 
 def _silu_math_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -189,35 +205,48 @@ def _sigmoid_terms(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, t
     return 1 + t, torch.where(negative, t, 1.0), torch.where(negative, 1.0, t)
 
 
+def _silu_value(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
+    """SiLU in the kernel's arithmetic: in double torch's ``x / (1 + exp(-x))`` (on CUDA: libdevice's exp against
+    CUDA's, within the ulp bounds; on the CPU the kernel's exp is Sleef's), in float (16-bit types) ``x`` times
+    sigmoid's terms."""
+    xm = x.to(_silu_math_dtype(dtype))
+    if xm.dtype == torch.float64:
+        return None if x.device.type == "cpu" else xm / (1 + torch.exp(-xm))
+    denominator, sigmoid_numerator, _ = _sigmoid_terms(xm, dtype)
+    return xm * sigmoid_numerator / denominator
+
+
+def _silu_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
+    """``grad * sigmoid(x) * (1 + x * (1 - sigmoid(x)))`` from sigmoid's terms over one division, ``s (D + x c) /
+    D^2``, in the kernel's arithmetic (double on the CPU calls Sleef's exp). The float64 kernel divides twice: on
+    CUDA this is held to its bounds."""
+    xm = x.to(_silu_math_dtype(dtype))
+    terms = _sigmoid_terms(xm, dtype)
+    if terms is None:
+        return None
+    denominator, sigmoid_numerator, complement_numerator = terms
+    slope = sigmoid_numerator * (denominator + xm * complement_numerator) / (denominator * denominator)
+    return grad.to(xm.dtype) * slope
+
+
+def _rounded(value: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor:
+    """A math-type ``value`` rounded as the kernels round it: to the compute type, then ``dtype`` (NotImplemented for
+    None: the op stays a call to its kernel)."""
+    return NotImplemented if value is None else value.to(_compute_dtype(dtype)).to(dtype)
+
+
 def silu(x: torch.Tensor) -> torch.Tensor:
-    """``act::silu`` in the kernel's arithmetic: in double torch's ``x / (1 + exp(-x))`` (on CUDA: libdevice's exp
-    against CUDA's, within the ulp bounds; on the CPU it stays a call to the kernel, whose exp is Sleef's), in
-    float (16-bit types) ``x`` times sigmoid's terms; rounded to the compute type, then the dtype."""
-    math = _silu_math_dtype(x.dtype)
-    xm = x.to(math)
-    if math == torch.float64:
-        if x.device.type == "cpu":
-            return NotImplemented
-        result = xm / (1 + torch.exp(-xm))
-    else:
-        denominator, sigmoid_numerator, _ = _sigmoid_terms(xm, x.dtype)
-        result = xm * sigmoid_numerator / denominator
-    return result.to(_compute_dtype(x.dtype)).to(x.dtype)
+    """``act::silu`` in the kernel's arithmetic (on the CPU in double a call)."""
+    return _rounded(_silu_value(x, x.dtype), x.dtype)
 
 
 def silu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is_result: bool = False) -> torch.Tensor:
-    """``act::silu_backward`` from the input: ``grad * sigmoid(x) * (1 + x * (1 - sigmoid(x)))`` from sigmoid's terms
-    over one division, ``s (D + x c) / D^2``, in the kernel's arithmetic (from the result the kernel refuses, and so
-    stays a call; so does double on the CPU). The float64 kernel divides twice: on CUDA this is held to its bounds."""
+    """``act::silu_backward`` from the input in the kernel's arithmetic (from the result the kernel refuses, and so
+    stays a call; so does double on the CPU)."""
     dtype = self_or_result.dtype
-    x = self_or_result.to(_silu_math_dtype(dtype))
-    terms = None if is_result else _sigmoid_terms(x, dtype)
-    if terms is None:
+    if is_result:
         return NotImplemented
-    denominator, sigmoid_numerator, complement_numerator = terms
-    g = grad_output.to(_compute_dtype(dtype)).to(x.dtype)
-    slope = sigmoid_numerator * (denominator + x * complement_numerator) / (denominator * denominator)
-    return (g * slope).to(_compute_dtype(dtype)).to(dtype)
+    return _rounded(_silu_gradient(grad_output.to(_compute_dtype(dtype)), self_or_result, dtype), dtype)
 
 
 def _in_double_on_cuda(x: torch.Tensor) -> bool:
@@ -227,23 +256,35 @@ def _in_double_on_cuda(x: torch.Tensor) -> bool:
     return x.device.type == "cuda" and x.dtype != torch.float64
 
 
-def gelu(x: torch.Tensor) -> torch.Tensor:
-    """``act::gelu`` in double, ``x erfc(-x / sqrt 2) / 2``, rounded once (CUDA, float32 and 16-bit; else a call)."""
+def _gelu_value(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
+    """GELU in double, ``x erfc(-x / sqrt 2) / 2`` (CUDA, float32 and 16-bit; else None)."""
     if not _in_double_on_cuda(x):
-        return NotImplemented
+        return None
     xd = x.double()
-    return (xd * (0.5 * torch.special.erfc(-xd * SQRT_HALF))).to(x.dtype)
+    return xd * (0.5 * torch.special.erfc(-xd * SQRT_HALF))
+
+
+def _gelu_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
+    """``grad (Phi(x) + x phi(x))`` in double (CUDA, float32 and 16-bit; else None)."""
+    if not _in_double_on_cuda(x):
+        return None
+    xd = x.double()
+    exp_half_square = torch.exp(-0.5 * (xd * xd))
+    cdf = 0.5 * torch.special.erfc(-xd * SQRT_HALF)
+    return grad.double() * (cdf + xd * exp_half_square * (1 / math.sqrt(2 * math.pi)))
+
+
+def gelu(x: torch.Tensor) -> torch.Tensor:
+    """``act::gelu`` in double, rounded once (CUDA, float32 and 16-bit; else a call)."""
+    return _rounded(_gelu_value(x, x.dtype), x.dtype)
 
 
 def gelu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is_result: bool = False) -> torch.Tensor:
-    """``act::gelu_backward`` from the input in double, ``grad (Phi(x) + x phi(x))`` (CUDA, float32 and 16-bit; else,
-    and from the result, which the kernel refuses, a call)."""
-    if is_result or not _in_double_on_cuda(self_or_result):
+    """``act::gelu_backward`` from the input in double (CUDA, float32 and 16-bit; else, and from the result, which the
+    kernel refuses, a call)."""
+    if is_result:
         return NotImplemented
-    x = self_or_result.double()
-    exp_half_square = torch.exp(-0.5 * (x * x))
-    cdf = 0.5 * torch.special.erfc(-x * SQRT_HALF)
-    return (grad_output.double() * (cdf + x * exp_half_square * (1 / math.sqrt(2 * math.pi)))).to(x.dtype)
+    return _rounded(_gelu_gradient(grad_output, self_or_result, self_or_result.dtype), self_or_result.dtype)
 
 
 def _gelu_tanh_terms(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -255,27 +296,99 @@ def _gelu_tanh_terms(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch
     return 1 + t, torch.where(negative, t, 1.0), torch.where(negative, 1.0, t)
 
 
-def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
-    """``act::gelu_tanh`` in double, ``x sigmoid(v)`` from sigmoid's terms (CUDA, float32 and 16-bit; else a call)."""
+def _gelu_tanh_value(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
+    """gelu_tanh in double, ``x sigmoid(v)`` from sigmoid's terms (CUDA, float32 and 16-bit; else None)."""
     if not _in_double_on_cuda(x):
-        return NotImplemented
+        return None
     xd = x.double()
     denominator, sigmoid_numerator, _ = _gelu_tanh_terms(xd)
-    return (xd * sigmoid_numerator / denominator).to(x.dtype)
+    return xd * sigmoid_numerator / denominator
+
+
+def _gelu_tanh_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
+    """gelu_tanh's gradient in double over one division, ``s (D + x v' c) / D^2`` (CUDA, float32 and 16-bit; else
+    None)."""
+    if not _in_double_on_cuda(x):
+        return None
+    xd = x.double()
+    denominator, sigmoid_numerator, complement_numerator = _gelu_tanh_terms(xd)
+    slope = GELU_TANH_SCALE * (1 + 3 * GELU_TANH_CUBIC * (xd * xd))
+    gradient = sigmoid_numerator * (denominator + xd * slope * complement_numerator) / (denominator * denominator)
+    return grad.double() * gradient
+
+
+def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    """``act::gelu_tanh`` in double, rounded once (CUDA, float32 and 16-bit; else a call)."""
+    return _rounded(_gelu_tanh_value(x, x.dtype), x.dtype)
 
 
 def gelu_tanh_backward(
     grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is_result: bool = False
 ) -> torch.Tensor:
-    """``act::gelu_tanh_backward`` from the input in double over one division, ``s (D + x v' c) / D^2`` (CUDA,
-    float32 and 16-bit; else a call)."""
-    if is_result or not _in_double_on_cuda(self_or_result):
+    """``act::gelu_tanh_backward`` from the input in double (CUDA, float32 and 16-bit; else a call)."""
+    if is_result:
         return NotImplemented
-    x = self_or_result.double()
-    denominator, sigmoid_numerator, complement_numerator = _gelu_tanh_terms(x)
-    slope = GELU_TANH_SCALE * (1 + 3 * GELU_TANH_CUBIC * (x * x))
-    gradient = sigmoid_numerator * (denominator + x * slope * complement_numerator) / (denominator * denominator)
-    return (grad_output.double() * gradient).to(x.dtype)
+    return _rounded(_gelu_tanh_gradient(grad_output, self_or_result, self_or_result.dtype), self_or_result.dtype)
+
+
+# The gated forms, act(gate) * up: the activation's value times up and its gradient at grad * up in its math type,
+# each rounded once, as the kernels' GatedForward and GatedBackward.
+Value = Callable[[torch.Tensor, torch.Tensor], torch.Tensor | None]
+Gradient = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor | None]
+
+
+def _gated_pair(value: Value) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    def pair(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+        acc = _compute_dtype(gate.dtype)
+        v = value(gate.to(acc), gate.dtype)
+        return NotImplemented if v is None else _rounded(v * up.to(v.dtype), gate.dtype)
+
+    return pair
+
+
+def _gated_pair_backward(value: Value, gradient: Gradient) -> Callable[..., tuple[torch.Tensor, torch.Tensor]]:
+    def pair_backward(grad_output: torch.Tensor, gate: torch.Tensor, up: torch.Tensor) -> tuple:
+        dtype, acc = gate.dtype, _compute_dtype(gate.dtype)
+        v = value(gate.to(acc), dtype)
+        if v is None:
+            return NotImplemented
+        g = grad_output.to(acc).to(v.dtype)
+        d_gate = gradient(g * up.to(acc).to(v.dtype), gate.to(acc), dtype)
+        return NotImplemented if d_gate is None else (_rounded(d_gate, dtype), _rounded(g * v, dtype))
+
+    return pair_backward
+
+
+def _halves(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    d = x.shape[-1] // 2
+    return x[..., :d], x[..., d:]
+
+
+def _gated_decompositions(gated_ops: object, value: Value, gradient: Gradient) -> dict:
+    """A gated activation's decompositions: its two-tensor forms, and its merged ones over the halves of x."""
+    pair, pair_backward = _gated_pair(value), _gated_pair_backward(value, gradient)
+
+    def merged(x: torch.Tensor) -> torch.Tensor:
+        return pair(*_halves(x))
+
+    def merged_backward(grad_output: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        grads = pair_backward(grad_output, *_halves(x))
+        return NotImplemented if grads is NotImplemented else torch.cat(grads, dim=-1)
+
+    return {
+        gated_ops.merged: merged,
+        gated_ops.merged_backward: merged_backward,
+        gated_ops.pair: pair,
+        gated_ops.pair_backward: pair_backward,
+    }
+
+
+_GATED_MATH = {
+    "relu": (_relu_value, _relu_gradient),
+    "silu": (_silu_value, _silu_gradient),
+    "gelu": (_gelu_value, _gelu_gradient),
+    "gelu_tanh": (_gelu_tanh_value, _gelu_tanh_gradient),
+}
 
 
 # What each act op decomposes to; the in-place and out= forms reach Inductor as these (C++ functionalization).
@@ -291,3 +404,5 @@ DECOMPOSITIONS = {
     torch.ops.act.gelu_tanh.default: gelu_tanh,
     torch.ops.act.gelu_tanh_backward.default: gelu_tanh_backward,
 }
+for _gated in GATED.values():
+    DECOMPOSITIONS.update(_gated_decompositions(_gated.ops, *_GATED_MATH[_gated.activation.name]))

@@ -1,5 +1,6 @@
-"""``nn.Module`` drop-ins: one for each activation's ``torch.nn`` counterpart, made from the catalog, ``GELU``, and
-one for ``torch.nn.SELU`` followed by ``torch.nn.AlphaDropout``."""
+"""``nn.Module`` drop-ins: one for each activation's ``torch.nn`` counterpart, made from the catalog, ``GELU``, one
+for ``torch.nn.SELU`` followed by ``torch.nn.AlphaDropout``, and ``GatedMLP``, the gated MLP block of current
+models."""
 
 from collections.abc import Callable
 
@@ -7,7 +8,7 @@ import torch
 from torch import nn
 
 from activations_ext import functional
-from activations_ext.catalog import ACTIVATIONS, Activation
+from activations_ext.catalog import ACTIVATIONS, GATED, Activation
 from activations_ext.functional import selu_alpha_dropout
 
 
@@ -93,3 +94,55 @@ class SELUAlphaDropout(nn.Module):
     def extra_repr(self) -> str:
         """``p=...``, as torch.nn's dropout modules print it."""
         return f"p={self.p}"
+
+
+# The gated ops by the name of the activation they gate: "silu", "gelu", "gelu_tanh", "relu".
+_GATED_BY_ACTIVATION = {gated.activation.name: gated for gated in GATED.values()}
+
+
+class GatedMLP(nn.Module):
+    """A gated MLP block, ``down(act(gate) * up)`` (SwiGLU with ``activation="silu"``, GeGLU with ``"gelu"`` or
+    ``"gelu_tanh"``, ReGLU with ``"relu"``), as in Llama, Mistral, Qwen and Gemma.
+
+    Gate and up come from one fused projection, ``gate_up`` (``in_features -> 2 * hidden_features``, gate the first
+    half of its output); the gated op reads both halves where they lie and writes ``[..., hidden_features]`` in one
+    pass, and its backward writes the ``[..., 2 * hidden_features]`` gradient in one pass. Under ``torch.compile``
+    the gated op fuses with its neighbours.
+
+    Args:
+        in_features: the size of each input's last dimension.
+        hidden_features: the gated hidden size (the intermediate size of a Llama MLP).
+        out_features: the size of each output's last dimension; ``in_features`` when None.
+        activation: the gate's activation: ``"silu"``, ``"gelu"``, ``"gelu_tanh"`` or ``"relu"``.
+        bias: whether both projections have a bias (current models have none).
+        device: where to create the parameters.
+        dtype: the parameters' dtype.
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        hidden_features: int,
+        out_features: int | None = None,
+        activation: str = "silu",
+        bias: bool = False,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__()
+        if activation not in _GATED_BY_ACTIVATION:
+            choices = sorted(_GATED_BY_ACTIVATION)
+            raise ValueError(f"GatedMLP: activation must be one of {choices}, but got {activation!r}")
+        factory = {"device": device, "dtype": dtype}
+        self.activation = activation
+        self.gate_up = nn.Linear(in_features, 2 * hidden_features, bias=bias, **factory)
+        self.down = nn.Linear(hidden_features, out_features or in_features, bias=bias, **factory)
+        self._gated = _GATED_BY_ACTIVATION[activation].ops.merged
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Returns ``down(act(gate) * up)`` with ``gate, up = gate_up(x).chunk(2, dim=-1)``."""
+        return self.down(self._gated(self.gate_up(x)))
+
+    def extra_repr(self) -> str:
+        """The activation by name; the projections print themselves."""
+        return f"activation={self.activation!r}"

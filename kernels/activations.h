@@ -4,7 +4,8 @@
 // Each functor is instantiated for a storage type `scalar_t`, computes in `acc_t` (for the
 // arithmetic ops float for float/half/bfloat16, double for double), says how many tensor inputs it
 // reads (`arity`) and what it is built from (`Args`: NoArgs, or the run-time values it needs). A
-// random functor also has a PhiloxSource `source`; it takes its element's random word first.
+// random functor also has a PhiloxSource `source`; it takes its element's random word first. A functor of several
+// results says how many (`outputs`).
 
 #include <torch/headeronly/macros/Macros.h>
 #include <torch/headeronly/util/BFloat16.h>
@@ -22,6 +23,28 @@
 namespace act {
 
 struct NoArgs {};
+
+// A functor with several results (`outputs`, as a gated op's backward) returns them as Results; the others return
+// their one value. The backends write result o to operand o: the outputs come first.
+template <typename T, int N>
+struct Results {
+  T v[N];
+};
+
+template <typename Op, typename = void>
+struct OutputsOf : std::integral_constant<int, 1> {};
+template <typename Op>
+struct OutputsOf<Op, std::void_t<decltype(Op::outputs)>> : std::integral_constant<int, Op::outputs> {};
+
+// Result o of a functor's call, in the storage type.
+template <typename scalar_t, int O, typename R>
+C10_HOST_DEVICE inline scalar_t result_at(const R& r, int o) {
+  if constexpr (O == 1) {
+    return static_cast<scalar_t>(r);
+  } else {
+    return static_cast<scalar_t>(r.v[o]);
+  }
+}
 
 // The type the arithmetic ops compute in: float for the 16-bit types, as ATen's opmath_type.
 template <typename scalar_t>
@@ -316,6 +339,23 @@ struct ReluBackward {
   }
 };
 
+// An activation's `Math`: its value at x and its gradient (grad times its slope at x) in its math type, unrounded,
+// from which its gated forms take act(gate) * up and act'(gate) * (grad * up) with one rounding each. ReLU's, in
+// acc_t: the gradient selected, as threshold_backward's (kept where x is NaN, 0 where x <= 0 whatever grad is);
+// the value of -0 is -0 on the CPU and +0 on CUDA, as torch.relu's.
+template <typename scalar_t>
+struct ReluMath {
+  using math_t = opmath_t<scalar_t>;
+  C10_HOST_DEVICE static math_t value(math_t x) {
+#ifdef __CUDA_ARCH__
+    return x <= math_t(0) ? math_t(0) : x;
+#else
+    return x < math_t(0) ? math_t(0) : x;
+#endif
+  }
+  C10_HOST_DEVICE static math_t gradient(math_t grad, math_t x) { return x <= math_t(0) ? math_t(0) : grad; }
+};
+
 // SiLU, x sigmoid(x), computed in double for float32 and float64 (one rounding of a float32 result; on the GPU
 // float32 takes exp from float arithmetic, below) and in float for the 16-bit types, with exp_nonpositive's exp
 // (on the CPU in float arithmetic, which vectorizes; on the GPU the hardware exp2). With t = exp(-|x|) <= 1,
@@ -407,39 +447,47 @@ __device__ __forceinline__ float silu_backward_float32(float grad, float x_in) {
 }
 #endif
 
+// SiLU's value and slope. The value in double is torch's x / (1 + exp(-x)) (float64: torch's bits), whose exp
+// overflows only below x = -709, where a float32 result is -0 either way. The slope is sigmoid(x) (1 + x (1 -
+// sigmoid(x))), torch's silu_backward formula, from sigmoid's terms (in double too: torch's 1 - sigmoid(x) cancels
+// for large x).
+template <typename scalar_t>
+struct SiluMath {
+  using math_t = silu_math_t<scalar_t>;
+  C10_HOST_DEVICE static math_t value(math_t x) {
+    if constexpr (std::is_same_v<math_t, double>) return x / (1 + exp_of(-x));
+    const SigmoidTerms<math_t> terms = sigmoid_terms<scalar_t>(x);
+    return x * terms.sigmoid_numerator / terms.denominator;
+  }
+  C10_HOST_DEVICE static math_t gradient(math_t grad, math_t x) {
+    return grad * x_sigmoid_slope<scalar_t>(sigmoid_terms<scalar_t>(x), x, math_t(1));
+  }
+};
+
 template <typename scalar_t>
 struct SiluForward {
   using Args = NoArgs;
   using acc_t = opmath_t<scalar_t>;
   static constexpr int arity = 1;
-  C10_HOST_DEVICE acc_t operator()(acc_t x_in) const {
+  C10_HOST_DEVICE acc_t operator()(acc_t x) const {
 #ifdef __CUDA_ARCH__
-    if constexpr (std::is_same_v<scalar_t, float>) return silu_float32(x_in);
+    if constexpr (std::is_same_v<scalar_t, float>) return silu_float32(x);
 #endif
-    using math_t = silu_math_t<scalar_t>;
-    const math_t x = x_in;
-    // In double, torch's x / (1 + exp(-x)) (float64: torch's bits), whose exp overflows only below x = -709,
-    // where a float32 result is -0 either way.
-    if constexpr (std::is_same_v<math_t, double>) return acc_t(x / (1 + exp_of(-x)));
-    const SigmoidTerms<math_t> terms = sigmoid_terms<scalar_t>(x);
-    return acc_t(x * terms.sigmoid_numerator / terms.denominator);
+    return acc_t(SiluMath<scalar_t>::value(x));
   }
 };
 
-// d silu / dx times grad, from the input: sigmoid(x) (1 + x (1 - sigmoid(x))), torch's silu_backward formula,
-// from sigmoid's terms in SiluForward's types (in double too: torch's 1 - sigmoid(x) cancels for large x).
+// d silu / dx times grad, from the input.
 template <typename scalar_t>
 struct SiluBackward {
   using Args = NoArgs;
   using acc_t = opmath_t<scalar_t>;
   static constexpr int arity = 2;
-  C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t x_in) const {
+  C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t x) const {
 #ifdef __CUDA_ARCH__
-    if constexpr (std::is_same_v<scalar_t, float>) return silu_backward_float32(grad, x_in);
+    if constexpr (std::is_same_v<scalar_t, float>) return silu_backward_float32(grad, x);
 #endif
-    using math_t = silu_math_t<scalar_t>;
-    const math_t x = x_in;
-    return acc_t(math_t(grad) * x_sigmoid_slope<scalar_t>(sigmoid_terms<scalar_t>(x), x, math_t(1)));
+    return acc_t(SiluMath<scalar_t>::gradient(grad, x));
   }
 };
 
@@ -472,29 +520,37 @@ C10_HOST_DEVICE inline double normal_cdf(double x, double exp_half_square_x) {
   return 0.5 * (erfc_of(z) - z_lo * kTwoOverSqrtPi * exp_half_square_x);
 }
 
+// GELU's value and slope, Phi(x) + x phi(x) with phi(x) = exp(-x^2 / 2) / sqrt(2 pi). The slope's two terms
+// cancel near its root x = -0.75 (in any arithmetic): bounds there are in ulps of the terms.
+template <typename scalar_t>
+struct GeluMath {
+  using math_t = double;
+  C10_HOST_DEVICE static double value(double x) {
+    const double e = std::is_same_v<scalar_t, double> ? exp_half_square<scalar_t>(x) : 0.0;
+    return x * normal_cdf<scalar_t>(x, e);
+  }
+  C10_HOST_DEVICE static double gradient(double grad, double x) {
+    const double e = exp_half_square<scalar_t>(x);
+    return grad * (normal_cdf<scalar_t>(x, e) + x * e * kInvSqrtTwoPi);
+  }
+};
+
 template <typename scalar_t>
 struct GeluForward {
   using Args = NoArgs;
   using acc_t = opmath_t<scalar_t>;
   static constexpr int arity = 1;
-  C10_HOST_DEVICE acc_t operator()(acc_t x_in) const {
-    const double x = x_in;
-    const double e = std::is_same_v<scalar_t, double> ? exp_half_square<scalar_t>(x) : 0.0;
-    return acc_t(x * normal_cdf<scalar_t>(x, e));
-  }
+  C10_HOST_DEVICE acc_t operator()(acc_t x) const { return acc_t(GeluMath<scalar_t>::value(x)); }
 };
 
-// d gelu / dx times grad, from the input: Phi(x) + x phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi). The two terms
-// cancel near the root x = -0.75 (in any arithmetic): bounds there are in ulps of the terms.
+// d gelu / dx times grad, from the input.
 template <typename scalar_t>
 struct GeluBackward {
   using Args = NoArgs;
   using acc_t = opmath_t<scalar_t>;
   static constexpr int arity = 2;
-  C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t x_in) const {
-    const double x = x_in;
-    const double e = exp_half_square<scalar_t>(x);
-    return acc_t(double(grad) * (normal_cdf<scalar_t>(x, e) + x * e * kInvSqrtTwoPi));
+  C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t x) const {
+    return acc_t(GeluMath<scalar_t>::gradient(grad, x));
   }
 };
 
@@ -554,29 +610,65 @@ C10_HOST_DEVICE inline SigmoidTerms<double> gelu_tanh_sigmoid_terms(double x) {
   return sigmoid_terms_from(negative, exp_of(a.v < 0 ? a.v : -a.v) * (1 - magnitude_lo));
 }
 
+// gelu_tanh's value and slope, sigmoid(v) (1 + x v' (1 - sigmoid(v))) with v' = dv/dx = 2 sqrt(2 / pi) (1 + 3 *
+// 0.044715 x^2); the slope cancels near its root x = -0.75.
+template <typename scalar_t>
+struct GeluTanhMath {
+  using math_t = double;
+  C10_HOST_DEVICE static double value(double x) {
+    const SigmoidTerms<double> terms = gelu_tanh_sigmoid_terms<scalar_t>(x);
+    return x * terms.sigmoid_numerator / terms.denominator;
+  }
+  C10_HOST_DEVICE static double gradient(double grad, double x) {
+    const double v_slope = kGeluTanhScale * (1 + 3 * kGeluTanhCubic * (x * x));
+    return grad * x_sigmoid_slope<scalar_t>(gelu_tanh_sigmoid_terms<scalar_t>(x), x, v_slope);
+  }
+};
+
 template <typename scalar_t>
 struct GeluTanhForward {
   using Args = NoArgs;
   using acc_t = opmath_t<scalar_t>;
   static constexpr int arity = 1;
-  C10_HOST_DEVICE acc_t operator()(acc_t x_in) const {
-    const double x = x_in;
-    const SigmoidTerms<double> terms = gelu_tanh_sigmoid_terms<scalar_t>(x);
-    return acc_t(x * terms.sigmoid_numerator / terms.denominator);
-  }
+  C10_HOST_DEVICE acc_t operator()(acc_t x) const { return acc_t(GeluTanhMath<scalar_t>::value(x)); }
 };
 
-// d gelu_tanh / dx times grad, from the input: sigmoid(v) (1 + x v' (1 - sigmoid(v))), v' = dv/dx =
-// 2 sqrt(2 / pi) (1 + 3 * 0.044715 x^2); it cancels near the root x = -0.75.
+// d gelu_tanh / dx times grad, from the input.
 template <typename scalar_t>
 struct GeluTanhBackward {
   using Args = NoArgs;
   using acc_t = opmath_t<scalar_t>;
   static constexpr int arity = 2;
-  C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t x_in) const {
-    const double x = x_in;
-    const double slope = kGeluTanhScale * (1 + 3 * kGeluTanhCubic * (x * x));
-    return acc_t(double(grad) * x_sigmoid_slope<scalar_t>(gelu_tanh_sigmoid_terms<scalar_t>(x), x, slope));
+  C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t x) const {
+    return acc_t(GeluTanhMath<scalar_t>::gradient(grad, x));
+  }
+};
+
+// A gated activation, act(gate) * up (GLU variants: SwiGLU, GeGLU, ReGLU), from the activation's Math: the
+// product taken in its math type and rounded once (torch's composition rounds act(gate) first).
+template <class Math, typename scalar_t>
+struct GatedForward {
+  using Args = NoArgs;
+  using acc_t = opmath_t<scalar_t>;
+  static constexpr int arity = 2;
+  C10_HOST_DEVICE acc_t operator()(acc_t gate, acc_t up) const {
+    using math_t = typename Math::math_t;
+    return acc_t(Math::value(math_t(gate)) * math_t(up));
+  }
+};
+
+// Its two gradients from (grad, gate, up) in one pass: act'(gate) (grad * up) and grad * act(gate), each rounded
+// once, in the order of torch's composition (act_backward(grad * up, gate), grad * act(gate)).
+template <class Math, typename scalar_t>
+struct GatedBackward {
+  using Args = NoArgs;
+  using acc_t = opmath_t<scalar_t>;
+  static constexpr int arity = 3;
+  static constexpr int outputs = 2;
+  C10_HOST_DEVICE Results<acc_t, 2> operator()(acc_t grad, acc_t gate, acc_t up) const {
+    using math_t = typename Math::math_t;
+    const math_t g = grad, x = gate;
+    return {{acc_t(Math::gradient(g * math_t(up), x)), acc_t(g * Math::value(x))}};
   }
 };
 
@@ -723,6 +815,18 @@ struct Schemas {
   const char* backward;
 };
 
+// A gated activation's six ops: on the merged layout of a fused gate/up projection, x = [..., 2d] ->
+// act(x[..., :d]) * x[..., d:] (`name_and_mul(`, `.out(`, `_backward(` with the [..., 2d] gradient), and on two
+// tensors, act(gate) * up (`name_mul(`, `.out(`, `_backward(` with both gradients).
+struct GatedSchemas {
+  const char* merged;
+  const char* merged_out;
+  const char* merged_backward;
+  const char* pair;
+  const char* pair_out;
+  const char* pair_backward;
+};
+
 // The elementwise activations, each once: its name, its schemas, its functors, and what its
 // out-of-place form saves for the backward (`saves_input`: the input, else the result). `Backward`
 // takes the gradient from the result; an activation whose out-of-place gradient needs the input has an
@@ -757,6 +861,16 @@ struct Relu {
   };
   static constexpr bool saves_input = false;  // relu'(x) and relu'(relu(x)) agree everywhere, NaN included
   static constexpr bool gradient_needs_input = false;
+  static constexpr GatedSchemas gated{
+      "relu_and_mul(Tensor x) -> Tensor",
+      "relu_and_mul.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
+      "relu_and_mul_backward(Tensor grad_output, Tensor x) -> Tensor",
+      "relu_mul(Tensor gate, Tensor up) -> Tensor",
+      "relu_mul.out(Tensor gate, Tensor up, *, Tensor(a!) out) -> Tensor(a!)",
+      "relu_mul_backward(Tensor grad_output, Tensor gate, Tensor up) -> (Tensor grad_gate, Tensor grad_up)",
+  };
+  template <typename T>
+  using Math = ReluMath<T>;
   template <typename T>
   using Forward = ReluForward<T>;
   template <typename T>
@@ -775,6 +889,16 @@ struct Silu {
   };
   static constexpr bool saves_input = true;
   static constexpr bool gradient_needs_input = true;
+  static constexpr GatedSchemas gated{
+      "silu_and_mul(Tensor x) -> Tensor",
+      "silu_and_mul.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
+      "silu_and_mul_backward(Tensor grad_output, Tensor x) -> Tensor",
+      "silu_mul(Tensor gate, Tensor up) -> Tensor",
+      "silu_mul.out(Tensor gate, Tensor up, *, Tensor(a!) out) -> Tensor(a!)",
+      "silu_mul_backward(Tensor grad_output, Tensor gate, Tensor up) -> (Tensor grad_gate, Tensor grad_up)",
+  };
+  template <typename T>
+  using Math = SiluMath<T>;
   template <typename T>
   using Forward = SiluForward<T>;
   template <typename T>
@@ -792,6 +916,16 @@ struct Gelu {
   };
   static constexpr bool saves_input = true;
   static constexpr bool gradient_needs_input = true;
+  static constexpr GatedSchemas gated{
+      "gelu_and_mul(Tensor x) -> Tensor",
+      "gelu_and_mul.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
+      "gelu_and_mul_backward(Tensor grad_output, Tensor x) -> Tensor",
+      "gelu_mul(Tensor gate, Tensor up) -> Tensor",
+      "gelu_mul.out(Tensor gate, Tensor up, *, Tensor(a!) out) -> Tensor(a!)",
+      "gelu_mul_backward(Tensor grad_output, Tensor gate, Tensor up) -> (Tensor grad_gate, Tensor grad_up)",
+  };
+  template <typename T>
+  using Math = GeluMath<T>;
   template <typename T>
   using Forward = GeluForward<T>;
   template <typename T>
@@ -808,6 +942,16 @@ struct GeluTanh {
   };
   static constexpr bool saves_input = true;
   static constexpr bool gradient_needs_input = true;
+  static constexpr GatedSchemas gated{
+      "gelu_tanh_and_mul(Tensor x) -> Tensor",
+      "gelu_tanh_and_mul.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
+      "gelu_tanh_and_mul_backward(Tensor grad_output, Tensor x) -> Tensor",
+      "gelu_tanh_mul(Tensor gate, Tensor up) -> Tensor",
+      "gelu_tanh_mul.out(Tensor gate, Tensor up, *, Tensor(a!) out) -> Tensor(a!)",
+      "gelu_tanh_mul_backward(Tensor grad_output, Tensor gate, Tensor up) -> (Tensor grad_gate, Tensor grad_up)",
+  };
+  template <typename T>
+  using Math = GeluTanhMath<T>;
   template <typename T>
   using Forward = GeluTanhForward<T>;
   template <typename T>
@@ -815,6 +959,17 @@ struct GeluTanh {
 };
 
 #define ACT_ACTIVATIONS(X) X(Selu) X(Relu) X(Silu) X(Gelu) X(GeluTanh)
+
+// The activations with gated forms (a `gated` member: their schemas, and `Math`), and those forms' functors.
+#define ACT_GATED(X) X(Relu) X(Silu) X(Gelu) X(GeluTanh)
+
+template <class Op>
+struct GatedOf {
+  template <typename T>
+  using Forward = GatedForward<typename Op::template Math<T>, T>;
+  template <typename T>
+  using Backward = GatedBackward<typename Op::template Math<T>, T>;
+};
 
 // Whether an activation has a gradient from the input beside the one from the result.
 template <typename Op, typename = void>

@@ -4,7 +4,9 @@
 // and even torch::autograd::Function's generic bookkeeping costs ~30% more than this.
 #include <ATen/TensorOperators.h>
 #include <ATen/core/grad_mode.h>
+#include <ATen/ops/cat.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/ops/zeros_like.h>
 #include <torch/csrc/autograd/VariableTypeUtils.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
@@ -217,13 +219,21 @@ at::Tensor& inplace_autograd(at::Tensor& x) {
   return x;
 }
 
+// The out= forms record no graph and take no forward-mode AD, as torch's own out= ops: `op` refuses both,
+// naming the call to make instead.
+void refuse_out_autograd(const std::string& op, const std::string& instead, std::initializer_list<at::Tensor> tensors) {
+  if (records_graph(tensors)) torch::autograd::throw_error_out_requires_grad(op.c_str());
+  for (const auto& t : tensors) {
+    TORCH_CHECK_NOT_IMPLEMENTED(!tangent_of(t).defined(), op,
+                                ".out: forward-mode AD does not support out= forms (as torch's own out= ops); call ",
+                                instead, " instead");
+  }
+}
+
 template <class Op>
 at::Tensor& out_autograd(const at::Tensor& x, at::Tensor& out) {
   const std::string name = std::string("act::") + Op::name;
-  if (records_graph({x, out})) torch::autograd::throw_error_out_requires_grad(name.c_str());
-  TORCH_CHECK_NOT_IMPLEMENTED(!tangent_of(x).defined() && !tangent_of(out).defined(), name,
-                              ".out: forward-mode AD does not support out= forms (as torch's own out= ops); call ",
-                              name, "(x) instead");
+  refuse_out_autograd(name, name + "(x)", {x, out});
   {
     at::AutoDispatchBelowADInplaceOrView guard;
     out_op<Op>().call(x, out);
@@ -386,12 +396,252 @@ void register_autograd(torch::Library& m) {
   impl_activation<Op>(m, &forward_autograd<Op>, &inplace_autograd<Op>, &out_autograd<Op>, &backward_autograd<Op>);
 }
 
+// The gated forms, y = act(g) * u, and their backward, (dg, du) = (grad u act'(g), grad act(g)). Their derivatives
+// come from the activation's own differentiable ops (act(g); act'(g) t, its backward from the input; act''(g) a b,
+// backward_grad_of_saved), so every order of derivative is available. An undefined tensor is a zero.
+at::Tensor product_defined(const at::Tensor& a, const at::Tensor& b) { return a.defined() ? a * b : at::Tensor(); }
+
+template <class Op>
+struct GatedTerms {
+  at::Tensor g, u;  // the gate and up primals
+
+  at::Tensor act() const { return forward_op<Op>().call(g); }
+  at::Tensor slope_times(const at::Tensor& t) const {
+    return t.defined() ? backward_op<Op>().call(t, g, /*is_result=*/false) : at::Tensor();
+  }
+  at::Tensor curvature_times(const at::Tensor& a, const at::Tensor& b) const {
+    return a.defined() ? backward_grad_of_saved(Op{}, a, b, g, /*is_result=*/false) : at::Tensor();
+  }
+
+  // y's tangent for tangents (tg, tu) of (g, u).
+  at::Tensor forward_tangent(const at::Tensor& tg, const at::Tensor& tu) const {
+    return sum_defined(slope_times(product_defined(tg, u)), product_defined(tu, act()));
+  }
+  // (dg, du)'s tangents for tangents (t_grad, tg, tu) of (grad, g, u).
+  std::tuple<at::Tensor, at::Tensor> backward_tangents(const at::Tensor& grad, const at::Tensor& t_grad,
+                                                       const at::Tensor& tg, const at::Tensor& tu) const {
+    return {sum_defined(slope_times(sum_defined(product_defined(t_grad, u), product_defined(tu, grad))),
+                        curvature_times(tg, grad * u)),
+            sum_defined(product_defined(t_grad, act()), slope_times(product_defined(tg, grad)))};
+  }
+  // The gradients of (grad, g, u) for gradients (a_g, a_u) of (dg, du): the transpose of backward_tangents.
+  std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_gradients(const at::Tensor& grad, const at::Tensor& a_g,
+                                                                    const at::Tensor& a_u) const {
+    return {sum_defined(slope_times(product_defined(a_g, u)), product_defined(a_u, act())),
+            sum_defined(curvature_times(a_g, grad * u), slope_times(product_defined(a_u, grad))),
+            slope_times(product_defined(a_g, grad))};
+  }
+};
+
+std::pair<at::Tensor, at::Tensor> split_halves(const at::Tensor& t) {
+  if (!t.defined()) return {};
+  const int64_t d = t.size(-1) / 2;
+  return {t.narrow(-1, 0, d), t.narrow(-1, d, d)};
+}
+
+// The [..., 2d] tensor of two halves, zeros for an undefined one; undefined where both are.
+at::Tensor join_halves(const at::Tensor& a, const at::Tensor& b) {
+  if (!a.defined() && !b.defined()) return at::Tensor();
+  return at::cat({a.defined() ? a : at::zeros_like(b), b.defined() ? b : at::zeros_like(a)}, -1);
+}
+
+template <class Op>
+GatedTerms<Op> merged_terms(const at::Tensor& x) {
+  auto [g, u] = split_halves(x);
+  return {g, u};
+}
+
+template <class Op>
+struct GatedMergedNode : Node {
+  SavedVariable x;
+
+  variable_list apply(variable_list&& grads) override {
+    if (!grads[0].defined()) return {at::Tensor()};
+    return {gated_merged_backward_op<Op>().call(grads[0], x.unpack(this->getptr()))};
+  }
+  std::string name() const override { return "act::" + schema_name(Op::gated.merged_backward); }
+  void release_variables() override { x.reset_data(); }
+};
+
+template <class Op>
+struct GatedPairNode : Node {
+  SavedVariable gate, up;
+
+  variable_list apply(variable_list&& grads) override {
+    if (!grads[0].defined()) return {at::Tensor(), at::Tensor()};
+    auto [grad_gate, grad_up] = gated_pair_backward_op<Op>().call(grads[0], gate.unpack(), up.unpack());
+    return {grad_gate, grad_up};
+  }
+  std::string name() const override { return "act::" + schema_name(Op::gated.pair_backward); }
+  void release_variables() override {
+    gate.reset_data();
+    up.reset_data();
+  }
+};
+
+template <class Op>
+struct GatedMergedBackwardNode : Node {
+  SavedVariable grad_output, x;
+
+  variable_list apply(variable_list&& grads) override {
+    if (!grads[0].defined()) return {at::Tensor(), at::Tensor()};
+    auto [a_g, a_u] = split_halves(grads[0]);
+    auto [d_grad, d_g, d_u] = merged_terms<Op>(x.unpack()).backward_gradients(grad_output.unpack(), a_g, a_u);
+    return {d_grad, join_halves(d_g, d_u)};
+  }
+  std::string name() const override { return "act::" + schema_name(Op::gated.merged_backward) + "_backward"; }
+  void release_variables() override {
+    grad_output.reset_data();
+    x.reset_data();
+  }
+};
+
+template <class Op>
+struct GatedPairBackwardNode : Node {
+  SavedVariable grad_output, gate, up;
+
+  variable_list apply(variable_list&& grads) override {
+    if (!grads[0].defined() && !grads[1].defined()) return {at::Tensor(), at::Tensor(), at::Tensor()};
+    const GatedTerms<Op> terms{gate.unpack(), up.unpack()};
+    auto [d_grad, d_g, d_u] = terms.backward_gradients(grad_output.unpack(), grads[0], grads[1]);
+    return {d_grad, d_g, d_u};
+  }
+  std::string name() const override { return "act::" + schema_name(Op::gated.pair_backward) + "_backward"; }
+  void release_variables() override {
+    grad_output.reset_data();
+    gate.reset_data();
+    up.reset_data();
+  }
+};
+
+template <class Op>
+at::Tensor gated_merged_autograd(const at::Tensor& x) {
+  auto node = graph_node<GatedMergedNode<Op>>(x);
+  const at::Tensor x_tangent = tangent_of(x);
+  at::Tensor result;
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    result = gated_merged_op<Op>().call(x);
+  }
+  if (node) {
+    torch::autograd::set_history(result, NodePtr(node));
+    node->x = SavedVariable(x, /*is_output=*/false);
+  }
+  if (x_tangent.defined()) {
+    auto [tg, tu] = split_halves(x_tangent);
+    set_tangent(result, merged_terms<Op>(primal_of(x)).forward_tangent(tg, tu));
+  }
+  return result;
+}
+
+template <class Op>
+at::Tensor gated_pair_autograd(const at::Tensor& gate, const at::Tensor& up) {
+  auto node = graph_node<GatedPairNode<Op>>(gate, up);
+  const at::Tensor gate_tangent = tangent_of(gate), up_tangent = tangent_of(up);
+  at::Tensor result;
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    result = gated_pair_op<Op>().call(gate, up);
+  }
+  if (node) {
+    torch::autograd::set_history(result, NodePtr(node));
+    node->gate = SavedVariable(gate, /*is_output=*/false);
+    node->up = SavedVariable(up, /*is_output=*/false);
+  }
+  if (gate_tangent.defined() || up_tangent.defined()) {
+    const GatedTerms<Op> terms{primal_of(gate), primal_of(up)};
+    set_tangent(result, terms.forward_tangent(gate_tangent, up_tangent));
+  }
+  return result;
+}
+
+template <class Op>
+at::Tensor gated_merged_backward_autograd(const at::Tensor& grad_output, const at::Tensor& x) {
+  auto node = graph_node<GatedMergedBackwardNode<Op>>(grad_output, x);
+  const at::Tensor grad_tangent = tangent_of(grad_output), x_tangent = tangent_of(x);
+  at::Tensor grad_x;
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    grad_x = gated_merged_backward_op<Op>().call(grad_output, x);
+  }
+  if (node) {
+    torch::autograd::set_history(grad_x, NodePtr(node));
+    node->grad_output = SavedVariable(grad_output, /*is_output=*/false);
+    node->x = SavedVariable(x, /*is_output=*/false);
+  }
+  if (grad_tangent.defined() || x_tangent.defined()) {
+    auto [tg, tu] = split_halves(x_tangent);
+    auto [t_dg, t_du] =
+        merged_terms<Op>(primal_of(x)).backward_tangents(primal_of(grad_output), grad_tangent, tg, tu);
+    set_tangent(grad_x, join_halves(t_dg, t_du));
+  }
+  return grad_x;
+}
+
+template <class Op>
+std::tuple<at::Tensor, at::Tensor> gated_pair_backward_autograd(const at::Tensor& grad_output, const at::Tensor& gate,
+                                                                const at::Tensor& up) {
+  auto node = graph_node<GatedPairBackwardNode<Op>>(grad_output, gate, up);
+  const at::Tensor grad_tangent = tangent_of(grad_output), gate_tangent = tangent_of(gate), up_tangent = tangent_of(up);
+  at::Tensor grad_gate, grad_up;
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    std::tie(grad_gate, grad_up) = gated_pair_backward_op<Op>().call(grad_output, gate, up);
+  }
+  if (node) {
+    torch::autograd::set_history(torch::autograd::flatten_tensor_args(grad_gate, grad_up), NodePtr(node));
+    node->grad_output = SavedVariable(grad_output, /*is_output=*/false);
+    node->gate = SavedVariable(gate, /*is_output=*/false);
+    node->up = SavedVariable(up, /*is_output=*/false);
+  }
+  if (grad_tangent.defined() || gate_tangent.defined() || up_tangent.defined()) {
+    const GatedTerms<Op> terms{primal_of(gate), primal_of(up)};
+    auto [t_dg, t_du] = terms.backward_tangents(primal_of(grad_output), grad_tangent, gate_tangent, up_tangent);
+    set_tangent(grad_gate, t_dg);
+    set_tangent(grad_up, t_du);
+  }
+  return {grad_gate, grad_up};
+}
+
+template <class Op>
+at::Tensor& gated_merged_out_autograd(const at::Tensor& x, at::Tensor& out) {
+  const std::string name = "act::" + schema_name(Op::gated.merged);
+  refuse_out_autograd(name, name + "(x)", {x, out});
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    gated_merged_out_op<Op>().call(x, out);
+  }
+  mark_mutated(out);
+  return out;
+}
+
+template <class Op>
+at::Tensor& gated_pair_out_autograd(const at::Tensor& gate, const at::Tensor& up, at::Tensor& out) {
+  const std::string name = "act::" + schema_name(Op::gated.pair);
+  refuse_out_autograd(name, name + "(gate, up)", {gate, up, out});
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    gated_pair_out_op<Op>().call(gate, up, out);
+  }
+  mark_mutated(out);
+  return out;
+}
+
+template <class Op>
+void register_gated_autograd(torch::Library& m) {
+  impl_gated<Op>(m, &gated_merged_autograd<Op>, &gated_merged_out_autograd<Op>, &gated_merged_backward_autograd<Op>,
+                 &gated_pair_autograd<Op>, &gated_pair_out_autograd<Op>, &gated_pair_backward_autograd<Op>);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(act, Autograd, m) {
 #define ACT_REGISTER_AUTOGRAD(Op) register_autograd<Op>(m);
   ACT_ACTIVATIONS(ACT_REGISTER_AUTOGRAD)
 #undef ACT_REGISTER_AUTOGRAD
+#define ACT_REGISTER_GATED_AUTOGRAD(Op) register_gated_autograd<Op>(m);
+  ACT_GATED(ACT_REGISTER_GATED_AUTOGRAD)
+#undef ACT_REGISTER_GATED_AUTOGRAD
   m.impl("_selu_alpha_dropout", &selu_alpha_dropout_train_autograd);
   m.impl("selu_alpha_dropout_backward", &selu_alpha_dropout_backward_autograd);
 }

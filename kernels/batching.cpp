@@ -199,12 +199,93 @@ void register_batching(torch::Library& m) {
   impl_activation<Op>(m, &forward_batched<Op>, &inplace_batched<Op>, &out_batched<Op>, &backward_batched<Op>);
 }
 
+// The gated forms act on the last dimension alone (the merged form's halves lie along it): each batched operand
+// goes to the kernel with its batch dimension moved to the front, an unbatched one broadcast there.
+at::Tensor batch_in_front(const VmapLevel& vmap, const at::Tensor& t) {
+  auto [value, bdim] = vmap.unwrap(t);
+  return batched_at(value, bdim, 0, vmap.batch_size());
+}
+
+template <class Op>
+at::Tensor gated_merged_batched(const at::Tensor& x) {
+  const VmapLevel vmap;
+  if (!vmap.batched(x)) return gated_merged_op<Op>().call(x);
+  return vmap.wrap(gated_merged_op<Op>().call(batch_in_front(vmap, x)), 0);
+}
+
+template <class Op>
+at::Tensor gated_merged_backward_batched(const at::Tensor& grad_output, const at::Tensor& x) {
+  const VmapLevel vmap;
+  if (!vmap.batched(grad_output) && !vmap.batched(x)) return gated_merged_backward_op<Op>().call(grad_output, x);
+  return vmap.wrap(
+      gated_merged_backward_op<Op>().call(batch_in_front(vmap, grad_output), batch_in_front(vmap, x)), 0);
+}
+
+template <class Op>
+at::Tensor gated_pair_batched(const at::Tensor& gate, const at::Tensor& up) {
+  const VmapLevel vmap;
+  if (!vmap.batched(gate) && !vmap.batched(up)) return gated_pair_op<Op>().call(gate, up);
+  return vmap.wrap(gated_pair_op<Op>().call(batch_in_front(vmap, gate), batch_in_front(vmap, up)), 0);
+}
+
+template <class Op>
+std::tuple<at::Tensor, at::Tensor> gated_pair_backward_batched(const at::Tensor& grad_output, const at::Tensor& gate,
+                                                               const at::Tensor& up) {
+  const VmapLevel vmap;
+  const auto& backward = gated_pair_backward_op<Op>();
+  if (!vmap.batched(grad_output) && !vmap.batched(gate) && !vmap.batched(up)) {
+    return backward.call(grad_output, gate, up);
+  }
+  auto [grad_gate, grad_up] = backward.call(batch_in_front(vmap, grad_output), batch_in_front(vmap, gate),
+                                            batch_in_front(vmap, up));
+  return {vmap.wrap(grad_gate, 0), vmap.wrap(grad_up, 0)};
+}
+
+// An out= form under vmap writes a batched out (its batch dimension moved to the front: a view), as the
+// activations' out= forms do.
+at::Tensor out_batch_in_front(const VmapLevel& vmap, const std::string& op, const at::Tensor& out) {
+  TORCH_CHECK(vmap.batched(out), "act.", op,
+              ": vmap cannot write a result that varies over the batch into out=, which does not; pass an out= "
+              "tensor batched like the inputs, or call the op without out=");
+  auto [value, bdim] = vmap.unwrap(out);
+  return value.movedim(*bdim, 0);
+}
+
+template <class Op>
+at::Tensor& gated_merged_out_batched(const at::Tensor& x, at::Tensor& out) {
+  const VmapLevel vmap;
+  if (!vmap.batched(x) && !vmap.batched(out)) return gated_merged_out_op<Op>().call(x, out);
+  at::Tensor out_front = out_batch_in_front(vmap, schema_name(Op::gated.merged_out), out);
+  gated_merged_out_op<Op>().call(batch_in_front(vmap, x), out_front);
+  return out;
+}
+
+template <class Op>
+at::Tensor& gated_pair_out_batched(const at::Tensor& gate, const at::Tensor& up, at::Tensor& out) {
+  const VmapLevel vmap;
+  if (!vmap.batched(gate) && !vmap.batched(up) && !vmap.batched(out)) {
+    return gated_pair_out_op<Op>().call(gate, up, out);
+  }
+  at::Tensor out_front = out_batch_in_front(vmap, schema_name(Op::gated.pair_out), out);
+  gated_pair_out_op<Op>().call(batch_in_front(vmap, gate), batch_in_front(vmap, up), out_front);
+  return out;
+}
+
+template <class Op>
+void register_gated_batching(torch::Library& m) {
+  impl_gated<Op>(m, &gated_merged_batched<Op>, &gated_merged_out_batched<Op>, &gated_merged_backward_batched<Op>,
+                 &gated_pair_batched<Op>, &gated_pair_out_batched<Op>, &gated_pair_backward_batched<Op>);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(act, FuncTorchBatched, m) {
 #define ACT_REGISTER_BATCHING(Op) register_batching<Op>(m);
   ACT_ACTIVATIONS(ACT_REGISTER_BATCHING)
 #undef ACT_REGISTER_BATCHING
+#define ACT_REGISTER_GATED_BATCHING(Op) register_gated_batching<Op>(m);
+  ACT_GATED(ACT_REGISTER_GATED_BATCHING)
+#undef ACT_REGISTER_GATED_BATCHING
   m.impl("selu_alpha_dropout_backward", &selu_alpha_dropout_backward_batched);
 }
 

@@ -29,19 +29,27 @@ struct UnitStride {
 // The random words of a deterministic op's row: none.
 struct NoWords {};
 
-// out[i * s_0] = op(in_k[i * s_k]...) for i < n; a random op's element i takes words[i] first. Pointers
+// The output pointers of a functor's row: one per result.
+template <typename scalar_t, typename Op>
+using RowOutputs = std::array<scalar_t*, OutputsOf<Op>::value>;
+
+// out_o[i * s_o] = op(in_k[i * s_k]...)[o] for i < n; a random op's element i takes words[i] first. Pointers
 // may alias (in-place ops): with unit steps the compiler checks for overlap at run time and vectorizes.
 template <typename scalar_t, typename Op, typename Stride, typename Words, size_t... I>
-C10_ALWAYS_INLINE void cpu_row(Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in,
-                               std::array<Stride, sizeof...(I) + 1> step, Words words, int64_t n,
+C10_ALWAYS_INLINE void cpu_row(Op op, RowOutputs<scalar_t, Op> out, std::array<const scalar_t*, sizeof...(I)> in,
+                               std::array<Stride, OutputsOf<Op>::value + sizeof...(I)> step, Words words, int64_t n,
                                std::index_sequence<I...>) {
   using acc_t = typename Op::acc_t;
+  constexpr int O = OutputsOf<Op>::value;
   for (int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_same_v<Words, NoWords>) {
-      out[i * step[0]] = static_cast<scalar_t>(op(static_cast<acc_t>(in[I][i * step[I + 1]])...));
-    } else {
-      out[i * step[0]] = static_cast<scalar_t>(op(uint32_t(words[i]), static_cast<acc_t>(in[I][i * step[I + 1]])...));
-    }
+    const auto result = [&] {
+      if constexpr (std::is_same_v<Words, NoWords>) {
+        return op(static_cast<acc_t>(in[I][i * step[O + I]])...);
+      } else {
+        return op(uint32_t(words[i]), static_cast<acc_t>(in[I][i * step[O + I]])...);
+      }
+    }();
+    for (int o = 0; o < O; ++o) out[o][i * step[o]] = result_at<scalar_t, O>(result, o);
   }
 }
 
@@ -101,16 +109,20 @@ constexpr bool kStagesHalf = std::is_same_v<scalar_t, c10::Half> && std::is_same
                              std::is_same_v<Stride, UnitStride>;
 
 template <typename Level, typename Op, typename Words, size_t... I>
-C10_ALWAYS_INLINE void half_row(Level level, Op op, c10::Half* out, std::array<const c10::Half*, sizeof...(I)> in,
-                                Words words, int64_t n, std::index_sequence<I...> seq) {
-  alignas(64) float block[sizeof...(I) + 1][kHalfBlock];
+C10_ALWAYS_INLINE void half_row(Level level, Op op, RowOutputs<c10::Half, Op> out,
+                                std::array<const c10::Half*, sizeof...(I)> in, Words words, int64_t n,
+                                std::index_sequence<I...> seq) {
+  constexpr int O = OutputsOf<Op>::value;
+  alignas(64) float block[O + sizeof...(I)][kHalfBlock];
+  RowOutputs<float, Op> block_out;
+  for (int o = 0; o < O; ++o) block_out[o] = block[o];
   for (int64_t start = 0; start < n; start += kHalfBlock) {
     const int64_t m = std::min(kHalfBlock, n - start);
-    (halves_to_float(level, in[I] + start, block[I + 1], m), ...);
+    (halves_to_float(level, in[I] + start, block[O + I], m), ...);
     Words block_words = words;
     if constexpr (!std::is_same_v<Words, NoWords>) block_words += start;
-    cpu_row<float>(op, block[0], {block[I + 1]...}, std::array<UnitStride, sizeof...(I) + 1>{}, block_words, m, seq);
-    floats_to_half(level, block[0], out + start, m);
+    cpu_row<float>(op, block_out, {block[O + I]...}, std::array<UnitStride, O + sizeof...(I)>{}, block_words, m, seq);
+    for (int o = 0; o < O; ++o) floats_to_half(level, block[o], out[o] + start, m);
   }
 }
 #endif
@@ -146,8 +158,9 @@ void at_cpu_level(const F& f) {
 }
 
 template <typename scalar_t, typename Op, typename Stride, typename Words, size_t... I>
-void run_row(Op op, scalar_t* out, std::array<const scalar_t*, sizeof...(I)> in,
-             std::array<Stride, sizeof...(I) + 1> step, Words words, int64_t n, std::index_sequence<I...> seq) {
+void run_row(Op op, RowOutputs<scalar_t, Op> out, std::array<const scalar_t*, sizeof...(I)> in,
+             std::array<Stride, OutputsOf<Op>::value + sizeof...(I)> step, Words words, int64_t n,
+             std::index_sequence<I...> seq) {
   at_cpu_level([&](auto level) __attribute__((always_inline)) {
 #ifdef ACT_HAS_X86_64_LEVELS
     if constexpr (decltype(level)::value >= 1 && kStagesHalf<scalar_t, Op, Stride>) {
@@ -192,7 +205,8 @@ void random_unit_row(const Op& op, const PhiloxStream& stream, int64_t index, sc
     } else {
       row_words = block_words + skip;
     }
-    run_row(op, out + i, {(in[I] + i)...}, std::array<UnitStride, sizeof...(I) + 1>{}, row_words, m, seq);
+    run_row(op, RowOutputs<scalar_t, Op>{out + i}, {(in[I] + i)...}, std::array<UnitStride, sizeof...(I) + 1>{},
+            row_words, m, seq);
     i += m;
   }
 }
@@ -223,7 +237,9 @@ void random_row(const Op& op, const PhiloxStream& stream, int64_t index, scalar_
 template <typename scalar_t, typename Op, size_t... I>
 void cpu_strided_chunk(const Op& op, const StridedView& view, int64_t begin, int64_t end,
                        std::index_sequence<I...> seq) {
-  constexpr int operands = Op::arity + 1;
+  constexpr int outputs = OutputsOf<Op>::value;
+  constexpr int operands = outputs + Op::arity;
+  static_assert(outputs == 1 || !IsRandom<Op>::value, "a random op has one output");
   const int64_t cols = view.sizes[0];
   bool unit_rows = true;
   for (int k = 0; k < operands; ++k) unit_rows &= view.strides[k][0] == 1;
@@ -238,9 +254,14 @@ void cpu_strided_chunk(const Op& op, const StridedView& view, int64_t begin, int
   int64_t col = begin % cols;
   while (begin < end) {
     const int64_t n = std::min(cols - col, end - begin);
-    const auto at = [&](int k) { return reinterpret_cast<scalar_t*>(view.data[k]) + offset[k] + col * view.strides[k][0]; };
-    const std::array<const scalar_t*, Op::arity> in{at(I + 1)...};
-    const std::array<int64_t, operands> step{view.strides[0][0], view.strides[I + 1][0]...};
+    const auto at = [&](int k) {
+      return reinterpret_cast<scalar_t*>(view.data[k]) + offset[k] + col * view.strides[k][0];
+    };
+    const std::array<const scalar_t*, Op::arity> in{at(outputs + I)...};
+    std::array<int64_t, operands> step;
+    RowOutputs<scalar_t, Op> out;
+    for (int k = 0; k < operands; ++k) step[k] = view.strides[k][0];
+    for (int o = 0; o < outputs; ++o) out[o] = at(o);
     if constexpr (IsRandom<Op>::value) {
       const int64_t index = offset[0] + col * step[0];
       if (unit_rows) {
@@ -249,9 +270,9 @@ void cpu_strided_chunk(const Op& op, const StridedView& view, int64_t begin, int
         random_row(op, op.source.resolve(false), index, at(0), in, step, n, seq);
       }
     } else if (unit_rows) {
-      run_row(op, at(0), in, std::array<UnitStride, operands>{}, NoWords{}, n, seq);
+      run_row(op, out, in, std::array<UnitStride, operands>{}, NoWords{}, n, seq);
     } else {
-      run_row(op, at(0), in, step, NoWords{}, n, seq);
+      run_row(op, out, in, step, NoWords{}, n, seq);
     }
     begin += n;
     col = 0;
@@ -289,6 +310,8 @@ void cpu_elementwise(c10::ScalarType dtype, const StridedView& view, const ArgsO
 #define ACT_INSTANTIATE(F) template void cpu_elementwise<F>(c10::ScalarType, const StridedView&, const ArgsOf<F>&);
 #define ACT_INSTANTIATE_OP(Op) ACT_INSTANTIATE(Op::Forward) ACT_INSTANTIATE(Op::Backward)
 ACT_ACTIVATIONS(ACT_INSTANTIATE_OP)
+#define ACT_INSTANTIATE_GATED(Op) ACT_INSTANTIATE(GatedOf<Op>::Forward) ACT_INSTANTIATE(GatedOf<Op>::Backward)
+ACT_GATED(ACT_INSTANTIATE_GATED)
 ACT_OTHER_FUNCTORS(ACT_INSTANTIATE)
 
 }  // namespace act

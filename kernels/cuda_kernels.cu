@@ -20,6 +20,8 @@ void cuda_elementwise(c10::ScalarType dtype, int device, const StridedView& view
   template void cuda_elementwise<F>(c10::ScalarType, int, const StridedView&, const ArgsOf<F>&);
 #define ACT_INSTANTIATE_OP(Op) ACT_INSTANTIATE(Op::Forward) ACT_INSTANTIATE(Op::Backward)
 ACT_ACTIVATIONS(ACT_INSTANTIATE_OP)
+#define ACT_INSTANTIATE_GATED(Op) ACT_INSTANTIATE(GatedOf<Op>::Forward) ACT_INSTANTIATE(GatedOf<Op>::Backward)
+ACT_GATED(ACT_INSTANTIATE_GATED)
 ACT_OTHER_FUNCTORS(ACT_INSTANTIATE)
 
 }  // namespace act

@@ -108,16 +108,21 @@ __device__ __forceinline__ P load_pack(const P* p) {
   return *p;
 }
 
-// A random functor takes its element's word of the stream first; the others ignore `bits`.
+// The functor's result (or Results) on one element's inputs. A random functor takes its element's word of the
+// stream first; the others ignore `bits`.
 template <typename Op, typename T, size_t... I>
-__device__ __forceinline__ T apply_op(const Op& op, uint32_t bits, const T (&args)[sizeof...(I)],
-                                      std::index_sequence<I...>) {
+__device__ __forceinline__ auto apply_op(const Op& op, uint32_t bits, const T (&args)[sizeof...(I)],
+                                         std::index_sequence<I...>) {
   if constexpr (IsRandom<Op>::value) {
-    return static_cast<T>(op(bits, static_cast<typename Op::acc_t>(args[I])...));
+    return op(bits, static_cast<typename Op::acc_t>(args[I])...);
   } else {
-    return static_cast<T>(op(static_cast<typename Op::acc_t>(args[I])...));
+    return op(static_cast<typename Op::acc_t>(args[I])...);
   }
 }
+
+// Operands of a functor's launch: its outputs, then its inputs.
+template <typename Op>
+constexpr int kOperandsOf = OutputsOf<Op>::value + Op::arity;
 
 struct NoStream {};
 
@@ -131,15 +136,17 @@ __device__ __forceinline__ auto stream_of(const Op& op, bool first_thread) {
   }
 }
 
-// out = op(inputs) over `n` packs of VEC elements and `n_singles` single elements. Operand 0 of
-// `ptr` is the output. A random op's element draws the word numbered by the element's offset in the
+// outputs = op(inputs) over `n` packs of VEC elements and `n_singles` single elements. The first operands of
+// `ptr` are the outputs. A random op's element draws the word numbered by the element's offset in the
 // output plus `index_base` (where this launch's part of the output starts), so the forward and a
 // backward whose output is laid out alike draw the same words, whatever the other operands' layouts.
 template <int VEC, int UNROLL, typename T, typename Op, int D>
 __global__ void __launch_bounds__(kThreads)
-strided_activation_kernel(Op op, Pointers<T, Op::arity + 1> ptr, Rows<Op::arity + 1, D> rows, uint32_t n_packs,
+strided_activation_kernel(Op op, Pointers<T, kOperandsOf<Op>> ptr, Rows<kOperandsOf<Op>, D> rows, uint32_t n_packs,
                           uint32_t n_singles, int64_t index_base) {
   constexpr int arity = Op::arity;
+  constexpr int O = OutputsOf<Op>::value;
+  constexpr int N = O + arity;
   constexpr bool random = IsRandom<Op>::value;
   using Seq = std::make_index_sequence<arity>;
   using P = Pack<T, VEC>;
@@ -150,17 +157,19 @@ strided_activation_kernel(Op op, Pointers<T, Op::arity + 1> ptr, Rows<Op::arity 
   for (uint32_t s = thread; s < n_singles; s += threads) {
     const uint32_t row = D == 0 ? 0 : rows.singles.div(s);  // a dense view is one row
     const uint32_t q = s - row * rows.singles.divisor;
-    const Offsets<arity + 1> o = rows.template at<VEC>(row, q < rows.head ? q : rows.tail + (q - rows.head));
+    const Offsets<N> o = rows.template at<VEC>(row, q < rows.head ? q : rows.tail + (q - rows.head));
     T args[arity];
 #pragma unroll
-    for (int k = 0; k < arity; ++k) args[k] = load_pack(ptr.p[k + 1] + o.v[k + 1]);
+    for (int k = 0; k < arity; ++k) args[k] = load_pack(ptr.p[O + k] + o.v[O + k]);
     uint32_t bits = 0;
     if constexpr (random) bits = stream.template word<Op::random_bits>(uint64_t(index_base + o.v[0]));
-    ptr.p[0][o.v[0]] = apply_op(op, bits, args, Seq{});
+    const auto result = apply_op(op, bits, args, Seq{});
+#pragma unroll
+    for (int r = 0; r < O; ++r) ptr.p[r][o.v[r]] = result_at<T, O>(result, r);
   }
 
   for (uint32_t base = blockIdx.x * kThreads * UNROLL + threadIdx.x; base < n_packs; base += threads * UNROLL) {
-    Offsets<arity + 1> o[UNROLL];
+    Offsets<N> o[UNROLL];
     P loaded[UNROLL][arity];
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
@@ -170,7 +179,7 @@ strided_activation_kernel(Op op, Pointers<T, Op::arity + 1> ptr, Rows<Op::arity 
         o[u] = rows.template at<VEC>(row, rows.head + (idx - row * rows.packs.divisor) * VEC);
 #pragma unroll
         for (int k = 0; k < arity; ++k) {
-          loaded[u][k] = load_pack(reinterpret_cast<const P*>(ptr.p[k + 1] + o[u].v[k + 1]));
+          loaded[u][k] = load_pack(reinterpret_cast<const P*>(ptr.p[O + k] + o[u].v[O + k]));
         }
       }
     }
@@ -179,15 +188,18 @@ strided_activation_kernel(Op op, Pointers<T, Op::arity + 1> ptr, Rows<Op::arity 
       if (base + u * kThreads < n_packs) {
         uint32_t bits[VEC] = {};
         if constexpr (random) stream.template words<Op::random_bits>(uint64_t(index_base + o[u].v[0]), bits);
-        P result;
+        P result[O];
 #pragma unroll
         for (int j = 0; j < VEC; ++j) {
           T args[arity];
 #pragma unroll
           for (int k = 0; k < arity; ++k) args[k] = loaded[u][k].v[j];
-          result.v[j] = apply_op(op, bits[j], args, Seq{});
+          const auto value = apply_op(op, bits[j], args, Seq{});
+#pragma unroll
+          for (int r = 0; r < O; ++r) result[r].v[j] = result_at<T, O>(value, r);
         }
-        *reinterpret_cast<P*>(ptr.p[0] + o[u].v[0]) = result;
+#pragma unroll
+        for (int r = 0; r < O; ++r) *reinterpret_cast<P*>(ptr.p[r] + o[u].v[r]) = result[r];
       }
     }
   }
@@ -222,7 +234,7 @@ OpTraits op_traits(int device) {
 template <int D, int VEC, int U, typename T, typename Op>
 void launch_kernel(const LaunchPlan& plan, const Op& op, const StridedView& part, int64_t index_base,
                    cudaStream_t stream) {
-  constexpr int N = Op::arity + 1;
+  constexpr int N = kOperandsOf<Op>;
   if constexpr (!plannable(D, VEC, U, IsRandom<Op>::value, kPackBytes / sizeof(T))) {
     throw std::logic_error("act: a launch plan named a kernel shape that is not compiled");
   } else {

@@ -12,14 +12,18 @@
 
 namespace act {
 
-// The operands as one StridedView: dimensions ordered innermost first by the output's strides
-// (the inputs' break ties; a stride of 0 says nothing about order), size-1 dimensions dropped,
-// and neighbours merged where every operand steps through them as through one.
+// The operands (the outputs, then the inputs; all of one shape) as one StridedView: dimensions ordered
+// innermost first by the first output's strides (the other operands' break ties; a stride of 0 says nothing
+// about order), size-1 dimensions dropped, and neighbours merged where every operand steps through them as
+// through one.
 template <class Tensor>
-void make_view(const Tensor& out, const Tensor* inputs, size_t n_inputs, StridedView& view) {
-  const Tensor* operands[kMaxOperands] = {&out};
-  int n_operands = 1;
-  for (size_t i = 0; i < n_inputs; ++i) operands[n_operands++] = &inputs[i];
+void make_view(std::initializer_list<Tensor> outputs, std::initializer_list<Tensor> inputs, StridedView& view) {
+  if (outputs.size() + inputs.size() > size_t(kMaxOperands)) throw std::logic_error("act: too many operands");
+  const Tensor* operands[kMaxOperands];
+  int n_operands = 0;
+  for (const Tensor& t : outputs) operands[n_operands++] = &t;
+  for (const Tensor& t : inputs) operands[n_operands++] = &t;
+  const Tensor& out = *outputs.begin();
   constexpr int64_t kLocalDims = 32;
   int64_t local_dims[kLocalDims];
   std::unique_ptr<int64_t[]> heap_dims;
@@ -68,13 +72,16 @@ void make_view(const Tensor& out, const Tensor* inputs, size_t n_inputs, Strided
   }
 }
 
-// out = F(inputs...), in one pass over any layouts: each operand is read and written where it
+// outputs = F(inputs...), in one pass over any layouts: each operand is read and written where it
 // lies, with no staging copies. `Build::run_backend<F>(out, view, args)` runs the build's backend.
 template <template <typename> class F, class Build, class Tensor>
-void run_elementwise(const Tensor& out, std::initializer_list<Tensor> operands, const ArgsOf<F>& args) {
+void run_elementwise(std::initializer_list<Tensor> outputs, std::initializer_list<Tensor> inputs,
+                     const ArgsOf<F>& args) {
+  static_assert(OutputsOf<F<float>>::value + F<float>::arity <= kMaxOperands, "a functor's operands fit a view");
+  const Tensor& out = *outputs.begin();
   if (out.numel() == 0) return;
   StridedView view;
-  make_view(out, operands.begin(), operands.size(), view);
+  make_view(outputs, inputs, view);
   Build::template run_backend<F>(out, view, args);
 }
 

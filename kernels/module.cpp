@@ -2,7 +2,9 @@
 // ops, which users reach through torch.ops.act; its functions report what the build holds.
 #include <Python.h>
 
+#include <array>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "activations.h"
@@ -14,33 +16,50 @@ namespace {
 
 PyObject* cpu_loop(PyObject*, PyObject*) { return PyUnicode_FromString(act::cpu_loop_name()); }
 
-// ACT_ACTIVATIONS in order, each as (name, (forward, in-place, out=, backward)): the names its schemas begin
-// with ("selu", "selu_", "selu.out", "selu_backward"). The Python side's catalog must describe exactly these.
-PyObject* activations(PyObject*, PyObject*) {
-  struct Entry {
-    const char* name;
-    act::Schemas schemas;
-  };
-  const Entry entries[] = {
-#define ACT_ENTRY(Op) {act::Op::name, act::Op::schemas},
-      ACT_ACTIVATIONS(ACT_ENTRY)
-#undef ACT_ENTRY
-  };
-  constexpr Py_ssize_t n = sizeof(entries) / sizeof(entries[0]);
-  PyObject* tuple = PyTuple_New(n);
+// Each entry as (name, (op names...)): the names its schemas begin with ("selu", "selu_", "selu.out", ...).
+template <size_t N>
+PyObject* named_ops(const std::vector<std::pair<const char*, std::array<const char*, N>>>& entries) {
+  PyObject* tuple = PyTuple_New(static_cast<Py_ssize_t>(entries.size()));
   if (tuple == nullptr) return nullptr;
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    const act::Schemas& s = entries[i].schemas;
-    PyObject* entry = Py_BuildValue(
-        "(s(ssss))", entries[i].name, act::schema_name(s.forward).c_str(), act::schema_name(s.inplace).c_str(),
-        act::schema_name(s.out).c_str(), act::schema_name(s.backward).c_str());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    PyObject* names = PyTuple_New(N);
+    PyObject* entry = names == nullptr ? nullptr : Py_BuildValue("(sN)", entries[i].first, names);
     if (entry == nullptr) {
+      Py_XDECREF(names);
       Py_DECREF(tuple);
       return nullptr;
+    }
+    for (size_t k = 0; k < N; ++k) {
+      PyTuple_SetItem(names, k, PyUnicode_FromString(act::schema_name(entries[i].second[k]).c_str()));  // steals it
     }
     PyTuple_SetItem(tuple, i, entry);  // steals the reference
   }
   return tuple;
+}
+
+// ACT_ACTIVATIONS in order, each as (name, (forward, in-place, out=, backward)). The Python side's catalog must
+// describe exactly these.
+PyObject* activations(PyObject*, PyObject*) {
+  return named_ops<4>({
+#define ACT_ENTRY(Op)                                                                                         \
+  {act::Op::name,                                                                                             \
+   {act::Op::schemas.forward, act::Op::schemas.inplace, act::Op::schemas.out, act::Op::schemas.backward}},
+      ACT_ACTIVATIONS(ACT_ENTRY)
+#undef ACT_ENTRY
+  });
+}
+
+// ACT_GATED in order, each as (activation name, (merged, merged out=, merged backward, pair, pair out=, pair
+// backward)).
+PyObject* gated(PyObject*, PyObject*) {
+  return named_ops<6>({
+#define ACT_ENTRY(Op)                                                                                         \
+  {act::Op::name,                                                                                             \
+   {act::Op::gated.merged, act::Op::gated.merged_out, act::Op::gated.merged_backward, act::Op::gated.pair,    \
+    act::Op::gated.pair_out, act::Op::gated.pair_backward}},
+      ACT_GATED(ACT_ENTRY)
+#undef ACT_ENTRY
+  });
 }
 
 // The int64s of a Python sequence, or false with a Python error set (the limited API has no fast access).
@@ -108,8 +127,11 @@ PyObject* launch_plans(PyObject*, PyObject* args) {
       const act::LaunchPlan plan = act::plan_launch(part, index_base, traits, gpu);
       PyObject* part_sizes = PyTuple_New(part.ndim);
       if (part_sizes == nullptr) throw std::runtime_error("");
-      for (int d = 0; d < part.ndim; ++d) PyTuple_SetItem(part_sizes, d, PyLong_FromLongLong(part.sizes[d]));  // steals it
-      const bool compiled = act::plannable(plan.dims, plan.vec, plan.unroll, traits.random, act::kPackBytes / item_size);
+      for (int d = 0; d < part.ndim; ++d) {
+        PyTuple_SetItem(part_sizes, d, PyLong_FromLongLong(part.sizes[d]));  // steals it
+      }
+      const bool compiled =
+          act::plannable(plan.dims, plan.vec, plan.unroll, traits.random, act::kPackBytes / item_size);
       PyObject* entry = Py_BuildValue(
           "{s:L,s:N,s:i,s:i,s:i,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:O}", "index_base", (long long)index_base, "sizes",
           part_sizes, "dims", plan.dims, "vec", plan.vec, "unroll", plan.unroll, "cols", (long long)plan.cols, "head",
@@ -132,6 +154,9 @@ PyObject* launch_plans(PyObject*, PyObject* args) {
 PyMethodDef methods[] = {
     {"activations", activations, METH_NOARGS,
      "The elementwise activations this build registers: (name, (forward, in-place, out=, backward op names))."},
+    {"gated", gated, METH_NOARGS,
+     "The activations with gated forms: (name, (merged, merged out=, merged backward, pair, pair out=, pair "
+     "backward op names))."},
     {"cpu_loop", cpu_loop, METH_NOARGS,
      "Which compiled copy of the CPU loop runs here: 'x86-64-v4', 'x86-64-v3' (ATEN_CPU_CAPABILITY=avx2) or "
      "'baseline' (ATEN_CPU_CAPABILITY=default)."},

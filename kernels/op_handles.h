@@ -63,6 +63,61 @@ const auto& backward_op() {
   return op;
 }
 
+// One dispatch key's kernels for the six gated ops of an activation `Op` (activations.h), by its `gated` schemas.
+template <class Op, typename Merged, typename MergedOut, typename MergedBackward, typename Pair, typename PairOut,
+          typename PairBackward>
+void impl_gated(torch::Library& m, Merged merged, MergedOut merged_out, MergedBackward merged_backward, Pair pair,
+                PairOut pair_out, PairBackward pair_backward) {
+  const auto& s = Op::gated;
+  m.impl(schema_name(s.merged).c_str(), merged);
+  m.impl(schema_name(s.merged_out).c_str(), merged_out);
+  m.impl(schema_name(s.merged_backward).c_str(), merged_backward);
+  m.impl(schema_name(s.pair).c_str(), pair);
+  m.impl(schema_name(s.pair_out).c_str(), pair_out);
+  m.impl(schema_name(s.pair_backward).c_str(), pair_backward);
+}
+
+// The gated ops of an activation `Op`, by its `gated` schemas.
+template <class Op>
+const auto& gated_merged_op() {
+  static const auto op = find_op<at::Tensor(const at::Tensor&)>(schema_name(Op::gated.merged));
+  return op;
+}
+
+template <class Op>
+const auto& gated_merged_out_op() {
+  static const auto op = find_op<at::Tensor&(const at::Tensor&, at::Tensor&)>(schema_name(Op::gated.merged_out));
+  return op;
+}
+
+template <class Op>
+const auto& gated_merged_backward_op() {
+  static const auto op =
+      find_op<at::Tensor(const at::Tensor&, const at::Tensor&)>(schema_name(Op::gated.merged_backward));
+  return op;
+}
+
+template <class Op>
+const auto& gated_pair_op() {
+  static const auto op = find_op<at::Tensor(const at::Tensor&, const at::Tensor&)>(schema_name(Op::gated.pair));
+  return op;
+}
+
+template <class Op>
+const auto& gated_pair_out_op() {
+  static const auto op = find_op<at::Tensor&(const at::Tensor&, const at::Tensor&, at::Tensor&)>(
+      schema_name(Op::gated.pair_out));
+  return op;
+}
+
+template <class Op>
+const auto& gated_pair_backward_op() {
+  static const auto op =
+      find_op<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&)>(
+          schema_name(Op::gated.pair_backward));
+  return op;
+}
+
 // selu_alpha_dropout's train-mode forward, returning the result and the (seed, offset) it drew, and its backward.
 inline const auto& selu_alpha_dropout_train_op() {
   static const auto op =

@@ -60,8 +60,8 @@ struct AtenBuild {
 };
 
 template <template <typename> class F>
-void compute(const at::Tensor& out, std::initializer_list<at::Tensor> operands, const ArgsOf<F>& args = {}) {
-  run_elementwise<F, AtenBuild>(out, operands, args);
+void compute(const at::Tensor& out, std::initializer_list<at::Tensor> inputs, const ArgsOf<F>& args = {}) {
+  run_elementwise<F, AtenBuild>({out}, inputs, args);
 }
 
 // The output of an elementwise op on `inputs`, laid out as ATen's TensorIterator lays out the output of
@@ -160,6 +160,120 @@ void define(torch::Library& m) {
 template <class Op>
 void register_kernels(torch::Library& m) {
   impl_activation<Op>(m, &forward<Op>, &forward_<Op>, &forward_out<Op>, &backward<Op>);
+}
+
+// The gated forms: act(gate) * up in one pass, and both gradients in one pass, over the halves of a merged x (strided
+// views, read where they lie) or over two tensors.
+template <template <typename> class F>
+void compute_two(const at::Tensor& out0, const at::Tensor& out1, std::initializer_list<at::Tensor> inputs) {
+  run_elementwise<F, AtenBuild>({out0, out1}, inputs, {});
+}
+
+std::string gated_op(const char* schema) { return op_name(schema_name(schema).c_str()); }
+
+// x = [..., 2d]: its gate and up halves along the last dimension.
+std::pair<at::Tensor, at::Tensor> checked_halves(const std::string& op, const at::Tensor& x) {
+  check_dtype(op, x, "x");
+  TORCH_CHECK(x.dim() >= 1 && x.size(-1) % 2 == 0, op, ": expected x of shape [..., 2d] (the gate and up halves ",
+              "along its last dimension), but got ", shape_str(x));
+  const int64_t d = x.size(-1) / 2;
+  return {x.narrow(-1, 0, d), x.narrow(-1, d, d)};
+}
+
+// out may be gate or up itself (each element is read before it is written), not a part of either, as far as ATen
+// can tell (as for its own elementwise ops: views it cannot compare are let through).
+void check_out_overlap(const at::Tensor& out, const at::Tensor& gate, const at::Tensor& up) {
+  at::assert_no_internal_overlap(out);
+  at::assert_no_partial_overlap(out, gate);
+  at::assert_no_partial_overlap(out, up);
+}
+
+void check_pair(const std::string& op, const at::Tensor& gate, const at::Tensor& up) {
+  check_dtype(op, gate, "gate");
+  check_matches(op, up, "up", gate, "gate");
+}
+
+template <class Op>
+at::Tensor gated_merged(const at::Tensor& x) {
+  const auto [gate, up] = checked_halves(gated_op(Op::gated.merged), x);
+  at::Tensor out = output_like({gate, up});
+  compute<GatedOf<Op>::template Forward>(out, {gate, up});
+  return out;
+}
+
+template <class Op>
+at::Tensor& gated_merged_out(const at::Tensor& x, at::Tensor& out) {
+  const std::string op = gated_op(Op::gated.merged);  // out= goes by the op's name, as the activations'
+  const auto [gate, up] = checked_halves(op, x);
+  check_matches(op, out, "out", gate, "x[..., :d]");
+  check_out_overlap(out, gate, up);
+  compute<GatedOf<Op>::template Forward>(out, {gate, up});
+  return out;
+}
+
+// The [..., 2d] gradient of x, laid out as x where x is dense.
+template <class Op>
+at::Tensor gated_merged_backward(const at::Tensor& grad_output, const at::Tensor& x) {
+  const std::string op = gated_op(Op::gated.merged_backward);
+  const auto [gate, up] = checked_halves(op, x);
+  check_matches(op, grad_output, "grad_output", gate, "x[..., :d]");
+  at::Tensor grad_x = at::empty_like(x);
+  const int64_t d = gate.size(-1);
+  compute_two<GatedOf<Op>::template Backward>(grad_x.narrow(-1, 0, d), grad_x.narrow(-1, d, d),
+                                              {grad_output, gate, up});
+  return grad_x;
+}
+
+template <class Op>
+at::Tensor gated_pair(const at::Tensor& gate, const at::Tensor& up) {
+  check_pair(gated_op(Op::gated.pair), gate, up);
+  at::Tensor out = output_like({gate, up});
+  compute<GatedOf<Op>::template Forward>(out, {gate, up});
+  return out;
+}
+
+template <class Op>
+at::Tensor& gated_pair_out(const at::Tensor& gate, const at::Tensor& up, at::Tensor& out) {
+  const std::string op = gated_op(Op::gated.pair);
+  check_pair(op, gate, up);
+  check_matches(op, out, "out", gate, "gate");
+  check_out_overlap(out, gate, up);
+  compute<GatedOf<Op>::template Forward>(out, {gate, up});
+  return out;
+}
+
+// Each gradient laid out as ATen lays out an op on (grad_output, its input).
+template <class Op>
+std::tuple<at::Tensor, at::Tensor> gated_pair_backward(const at::Tensor& grad_output, const at::Tensor& gate,
+                                                       const at::Tensor& up) {
+  const std::string op = gated_op(Op::gated.pair_backward);
+  check_pair(op, gate, up);
+  check_matches(op, grad_output, "grad_output", gate, "gate");
+  at::Tensor grad_gate = output_like({grad_output, gate}), grad_up = output_like({grad_output, up});
+  compute_two<GatedOf<Op>::template Backward>(grad_gate, grad_up, {grad_output, gate, up});
+  return {grad_gate, grad_up};
+}
+
+template <class Op>
+void define_gated(torch::Library& m) {
+  constexpr GatedSchemas s = Op::gated;
+  static_assert(spells(s.merged, Op::name, "_and_mul(Tensor x) -> Tensor") &&
+                    spells(s.merged_out, Op::name, "_and_mul.out(") &&
+                    spells(s.merged_backward, Op::name, "_and_mul_backward(") &&
+                    spells(s.pair, Op::name, "_mul(Tensor gate, Tensor up) -> Tensor") &&
+                    spells(s.pair_out, Op::name, "_mul.out(") && spells(s.pair_backward, Op::name, "_mul_backward("),
+                "a gated activation's schemas are name_and_mul(Tensor x) -> Tensor, name_and_mul.out(, "
+                "name_and_mul_backward(, name_mul(Tensor gate, Tensor up) -> Tensor, name_mul.out( and "
+                "name_mul_backward(");
+  for (const char* schema : {s.merged, s.merged_out, s.merged_backward, s.pair, s.pair_out, s.pair_backward}) {
+    m.def(schema);
+  }
+}
+
+template <class Op>
+void register_gated_kernels(torch::Library& m) {
+  impl_gated<Op>(m, &gated_merged<Op>, &gated_merged_out<Op>, &gated_merged_backward<Op>, &gated_pair<Op>,
+                 &gated_pair_out<Op>, &gated_pair_backward<Op>);
 }
 
 // selu_alpha_dropout: SELU, then AlphaDropout in train mode, in one pass. The train-mode forward
@@ -262,6 +376,9 @@ void register_all_kernels(torch::Library& m) {
 #define ACT_REGISTER(Op) register_kernels<Op>(m);
   ACT_ACTIVATIONS(ACT_REGISTER)
 #undef ACT_REGISTER
+#define ACT_REGISTER_GATED(Op) register_gated_kernels<Op>(m);
+  ACT_GATED(ACT_REGISTER_GATED)
+#undef ACT_REGISTER_GATED
   m.impl("_selu_alpha_dropout", &selu_alpha_dropout_train);
   m.impl("selu_alpha_dropout_backward", &selu_alpha_dropout_backward);
 }
@@ -272,6 +389,9 @@ TORCH_LIBRARY(act, m) {
 #define ACT_DEFINE(Op) define<Op>(m);
   ACT_ACTIVATIONS(ACT_DEFINE)
 #undef ACT_DEFINE
+#define ACT_DEFINE_GATED(Op) define_gated<Op>(m);
+  ACT_GATED(ACT_DEFINE_GATED)
+#undef ACT_DEFINE_GATED
   m.def("selu_alpha_dropout(Tensor x, float p, bool train, *, Generator? generator=None) -> Tensor");
   m.def("_selu_alpha_dropout(Tensor x, float p, *, Generator? generator=None) -> (Tensor result, Tensor rng_state)",
         {at::Tag::nondeterministic_seeded});

@@ -14,12 +14,12 @@
 
 namespace act {
 
-constexpr int kMaxOperands = 3;  // the output and up to two inputs
+constexpr int kMaxOperands = 5;  // up to two outputs and three inputs (a gated op's backward)
 // Every tensor's view fits: each dimension kept has a size of at least 2, and a tensor has fewer than
 // 2^63 elements, so at most 62 remain.
 constexpr int kMaxDims = 64;
 
-// Element (i_0, i_1, ...) of operand k (0 is the output) sits at sum_d i_d * strides[k][d]
+// Element (i_0, i_1, ...) of operand k (the outputs first, then the inputs) sits at sum_d i_d * strides[k][d]
 // elements from data[k]. Dimensions run innermost first; sizes are all > 1 except in a view of
 // one element, which has one dimension of size 1.
 struct StridedView {
@@ -53,7 +53,7 @@ void dispatch_floating(c10::ScalarType dtype, const Fn& f) {
   }
 }
 
-// out = F(inputs...) over the view, with F<scalar_t> built from `args` for the view's dtype. Each
+// outputs = F(inputs...) over the view, with F<scalar_t> built from `args` for the view's dtype. Each
 // backend compiles these for the functors of activations.h's lists.
 template <template <typename> class F>
 void cpu_elementwise(c10::ScalarType dtype, const StridedView& view, const ArgsOf<F>& args);

@@ -8,7 +8,7 @@ from conftest import DTYPES, random_data, requires_cuda
 from torch import nn
 
 import activations_ext
-from activations_ext.catalog import ACTIVATIONS
+from activations_ext.catalog import ACTIVATIONS, GATED
 
 DROP_INS = [a for a in ACTIVATIONS.values() if a.drop_in]
 
@@ -28,9 +28,14 @@ def test_modules_are_drop_ins(device, dtype):
 def test_public_api():
     drop_ins = {name for a in DROP_INS for name in (a.name, a.module_name)}
     assert drop_ins >= {"selu", "relu", "SELU", "ReLU"}
-    assert set(activations_ext.__all__) == drop_ins | {
+    gated = {name for g in GATED.values() if g.activation.drop_in for name in (g.name, g.pair_name)}
+    assert gated >= {"silu_and_mul", "silu_mul", "relu_and_mul", "relu_mul"}
+    assert set(activations_ext.__all__) == drop_ins | gated | {
         "GELU",
+        "GatedMLP",
         "gelu",
+        "gelu_and_mul",
+        "gelu_mul",
         "SELUAlphaDropout",
         "init",
         "selu_alpha_dropout",

@@ -10,7 +10,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from activations_ext.catalog import ACTIVATIONS
+from activations_ext.catalog import ACTIVATIONS, GATED
 
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not available")
 
@@ -77,6 +77,49 @@ def checks(rank: int) -> None:
         compiled_checks(dx, x)
         dropout_checks(dx, x)
     cross_mesh_checks(mesh, x)
+    gated_checks(mesh)
+
+
+def gated_checks(mesh) -> None:
+    """The gated ops on every placement of x = [8, 2 * 6] and of (gate, up): the plain result and gradients. The
+    two-tensor forms and the merged ones sharded along another dimension keep the placement; an x sharded along its
+    last dimension is redistributed (gate and up are its halves) and gives the plain result; a merged out= sharded
+    along its last dimension is refused."""
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+    x = torch.randn(8, 12, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    grad = torch.randn(8, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    gate, up = x[:, :6].contiguous(), x[:, 6:].contiguous()
+    for gated in GATED.values():
+        ops = gated.ops
+        expected = ops.merged(x)
+        expected_grads = ops.pair_backward(grad, gate, up)
+        for placement in (Shard(0), Shard(1), Replicate()):
+            dx = distribute_tensor(x, mesh, [placement])
+            leaf = dx.detach().requires_grad_()
+            y = ops.merged(leaf)
+            torch.testing.assert_close(y.full_tensor(), expected)
+            if placement != Shard(1):
+                assert y.placements == (placement,), (gated.name, y.placements)
+            (grad_x,) = torch.autograd.grad(y, leaf, distribute_tensor(grad, mesh, [y.placements[0]]))
+            torch.testing.assert_close(grad_x.full_tensor(), torch.cat(expected_grads, -1))
+            dgate, dup = (distribute_tensor(t, mesh, [placement]) for t in (gate, up))
+            z = ops.pair(dgate, dup)
+            assert z.placements == (placement,)
+            torch.testing.assert_close(z.full_tensor(), expected)
+            grads = ops.pair_backward(distribute_tensor(grad, mesh, [placement]), dgate, dup)
+            for ours, theirs in zip(grads, expected_grads, strict=True):
+                assert ours.placements == (placement,)
+                torch.testing.assert_close(ours.full_tensor(), theirs)
+            out = distribute_tensor(torch.full_like(gate, 7.0), mesh, [placement])
+            assert ops.pair_out(dgate, dup, out=out) is out and out.placements == (placement,)
+            torch.testing.assert_close(out.full_tensor(), expected)
+            if placement == Shard(1):
+                with pytest.raises(RuntimeError, match=rf"{gated.name}.out: out is sharded along its last dimension"):
+                    ops.merged_out(dx, out=out)
+            else:
+                assert ops.merged_out(dx, out=out) is out and out.placements == (placement,)
+                torch.testing.assert_close(out.full_tensor(), expected)
 
 
 def dropout_checks(dx, x: torch.Tensor) -> None:

@@ -4,7 +4,7 @@ import pytest
 import torch
 from conftest import DTYPES, random_data
 
-from activations_ext.catalog import ACTIVATIONS
+from activations_ext.catalog import ACTIVATIONS, GATED
 
 
 def cases(device, dtype):
@@ -18,6 +18,20 @@ def cases(device, dtype):
         result = packet.default(x)
         grad = random_data((5, 33), dtype, device, seed=3)
         yield getattr(torch.ops.act, op + "_backward").default, (grad.requires_grad_(), result.requires_grad_()), {}
+    # The gated forms, on a merged input (its halves strided views, d = 33 off every vector width) and two tensors.
+    merged = random_data((5, 66), dtype, device, seed=1)
+    gate, up = merged[:, :33], random_data((5, 33), dtype, device, seed=2)
+    for gated in GATED.values():
+        ops = gated.ops
+        grad = random_data((5, 33), dtype, device, seed=3)
+        yield ops.merged, (merged.clone().requires_grad_(),), {}
+        yield ops.merged, (merged.t().contiguous().t(),), {}
+        yield ops.merged_out, (merged,), {"out": torch.empty_like(gate)}
+        yield ops.merged_backward, (grad.clone().requires_grad_(), merged.clone().requires_grad_()), {}
+        yield ops.pair, (gate.clone().requires_grad_(), up.clone().requires_grad_()), {}
+        yield ops.pair_out, (gate, up), {"out": torch.empty_like(up)}
+        pair_inputs = (grad.clone().requires_grad_(), gate.clone().requires_grad_(), up.clone().requires_grad_())
+        yield ops.pair_backward, pair_inputs, {}
     act = torch.ops.act
     # torch's gelu signatures, each the gelu or gelu_tanh ops above.
     for approximate in ("none", "tanh"):
@@ -78,3 +92,36 @@ def test_fake_kernels_give_the_real_outputs_metadata(device, dtype):
                 real.device,
             ), f"{op} {name}"
             assert fake.dtype == dtype
+
+
+def _as_tuple(t: torch.Tensor | tuple) -> tuple:
+    return t if isinstance(t, tuple) else (t,)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gated_fake_kernels_give_the_real_outputs_metadata(device, dtype):
+    """As above for the gated forms, on a merged input laid out column-major (its halves too) and a transposed
+    pair of inputs."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    x = random_data((12, 6), dtype, device).t()
+    gate, up = x[:, :6], x[:, 6:]
+    grad = random_data((6, 6), dtype, device, seed=1).t()
+    for gated in GATED.values():
+        ops = gated.ops
+        calls = {
+            "merged": lambda x, gate, up, grad, ops=ops: ops.merged(x),
+            "merged.out": lambda x, gate, up, grad, ops=ops: ops.merged_out(x, out=torch.empty_like(gate)),
+            "merged_backward": lambda x, gate, up, grad, ops=ops: ops.merged_backward(grad, x),
+            "pair": lambda x, gate, up, grad, ops=ops: ops.pair(gate, up),
+            "pair.out": lambda x, gate, up, grad, ops=ops: ops.pair_out(gate, up, out=torch.empty_like(gate)),
+            "pair_backward": lambda x, gate, up, grad, ops=ops: ops.pair_backward(grad, gate, up),
+        }
+        for name, call in calls.items():
+            real = call(x, gate, up, grad)
+            with FakeTensorMode() as mode:
+                fake = call(*(mode.from_tensor(t) for t in (x, gate, up, grad)))
+            for r, f in zip(_as_tuple(real), _as_tuple(fake), strict=True):
+                assert (f.dtype, f.shape, f.stride(), f.device) == (r.dtype, r.shape, r.stride(), r.device), (
+                    f"{gated.name} {name}"
+                )

@@ -17,7 +17,7 @@ from conftest import DTYPES, SELU_ALPHA, SELU_SCALE, random_data
 from torch.autograd import gradcheck, gradgradcheck
 from torch.func import grad, hessian, jacfwd, jacrev, jvp, vjp, vmap
 
-from activations_ext.catalog import ACTIVATIONS
+from activations_ext.catalog import ACTIVATIONS, GATED, Gated
 from activations_ext.numerics import ulp_error, whole_range_inputs
 
 act = torch.ops.act
@@ -45,7 +45,15 @@ TORCH_DIFFERENTIABLE = {"silu_backward(x)": torch_silu_backward}
 # Forms whose torch counterpart loses digits that ours keep, compared to the absolute error torch's makes: torch's
 # tanh-GELU derivatives take 1 - tanh(u)^2 and 1 + tanh(u), which cancel for negative x (float64 gradient at
 # x = -4.3: relative error 5e-12; second derivatives near their zeros off by up to 5e-14).
-TORCH_ABSOLUTE_ERROR = {"gelu_tanh": 1e-13, "gelu_tanh_": 1e-13, "gelu_tanh_backward(x)": 1e-13}
+TORCH_ABSOLUTE_ERROR = {
+    name: 1e-13
+    for name in (
+        "gelu_tanh",
+        "gelu_tanh_",
+        "gelu_tanh_backward(x)",
+        *(n for n in GATED["gelu_tanh_and_mul"].ops.names if ".out" not in n),
+    )
+}
 
 
 def _forms() -> list[Form]:
@@ -69,7 +77,29 @@ def _forms() -> list[Form]:
     return forms
 
 
-FORMS = {f.name: f for f in _forms()}
+def _gated_forms(gated: Gated) -> list[Form]:
+    """A gated activation's forms beside torch's composition, act(gate) * up: the merged ones on the concatenation of
+    gate and up (so all take tensors of one shape), and both gradients as one tensor, [d gate, d up]."""
+    ops, a = gated.ops, gated.activation
+    gradient = a.gradient(is_result=False)
+    torch_gradient = TORCH_DIFFERENTIABLE.get(a.gradient_name(gradient), gradient.torch_op)
+
+    def theirs(gate, up, f=a.torch_forward):
+        return f(gate) * up
+
+    def theirs_backward(grad, gate, up, f=a.torch_forward):
+        return torch.cat([torch_gradient(grad * up, gate), grad * f(gate)], -1)
+
+    merged, _, merged_backward, pair, _, pair_backward = ops.names
+    return [
+        Form(merged, lambda g, u: ops.merged(torch.cat([g, u], -1)), theirs, 2),
+        Form(pair, ops.pair, theirs, 2),
+        Form(merged_backward, lambda d, g, u: ops.merged_backward(d, torch.cat([g, u], -1)), theirs_backward, 3),
+        Form(pair_backward, lambda d, g, u: torch.cat(ops.pair_backward(d, g, u), -1), theirs_backward, 3),
+    ]
+
+
+FORMS = {f.name: f for f in [*_forms(), *(form for g in GATED.values() for form in _gated_forms(g))]}
 
 
 def operands(form: Form, device: str, dtype: torch.dtype = torch.float64, shape=(3, 5)) -> list[torch.Tensor]:
@@ -117,7 +147,8 @@ def test_func_transforms_match_torch(device, name):
     out, pullback = vjp(form.ours, *args)
     out_t, pullback_t = vjp(form.theirs, *args)
     same(out, out_t)
-    same(pullback(tangents[0]), pullback_t(tangents[0]))
+    cotangent = random_data(tuple(out.shape), torch.float64, device, seed=7)  # a gated backward's is [..., 2d]
+    same(pullback(cotangent), pullback_t(cotangent))
     same(jacfwd(form.ours, argnums)(*args), jacfwd(form.theirs, argnums)(*args))
     same(jacrev(form.ours, argnums)(*args), jacrev(form.theirs, argnums)(*args))
 
@@ -166,11 +197,15 @@ def test_out_form_refuses_forward_ad(device, op):
 
 
 # --- vmap ---------------------------------------------------------------------------------------------------
-VMAP_CASES = [
-    (name, dims)
-    for name, form in FORMS.items()
-    for dims in ([0, 1] if form.arity == 1 else [(0, 0), (1, 0), (0, None), (None, 1)])
-]
+def _vmap_dims(arity: int) -> list:
+    """Batch dimensions of every operand first or second, and some operands unbatched."""
+    if arity == 1:
+        return [0, 1]
+    rest = arity - 1
+    return [(0,) * arity, (1,) + (0,) * rest, (0,) + (None,) * rest, (None,) * rest + (1,)]
+
+
+VMAP_CASES = [(name, dims) for name, form in FORMS.items() for dims in _vmap_dims(form.arity)]
 
 
 @pytest.mark.parametrize(("name", "in_dims"), VMAP_CASES)
