@@ -12,7 +12,7 @@ import sys
 import torch
 
 import activations_ext
-from activations_ext.catalog import ACTIVATIONS, ONE_ROUNDING_RTOL, alpha_dropout_kept
+from activations_ext.catalog import ACTIVATIONS, GATED, ONE_ROUNDING_RTOL, alpha_dropout_kept
 from activations_ext.numerics import DTYPES, max_ulp_errors
 from activations_ext.timing import median_seconds, per_call_seconds
 
@@ -70,6 +70,7 @@ def check_ops(device: torch.device) -> list[str]:
                 scale = form.scale(g.cpu(), saved.cpu()) if form.scale else None  # the terms it cancels
                 expected = form.reference(g.cpu(), saved.cpu())
                 cases[a.gradient_name(form)] = (ops.backward(g, saved, is_result=form.is_result), expected, scale)
+        cases |= gated_cases(x, g)
         for name, (actual, expected, scale) in cases.items():
             size = expected.abs() if scale is None else torch.maximum(expected.abs(), scale.abs())
             # Relative to the smallest normal at least: below it a result has a subnormal ulp.
@@ -81,6 +82,30 @@ def check_ops(device: torch.device) -> list[str]:
     verdict = "all within one rounding of float64" if not failed else "FAILED: " + ", ".join(failed)
     print(f"check {device.type}: {checked} op/dtype cases, {verdict}")
     return failed
+
+
+def gated_cases(x: torch.Tensor, g: torch.Tensor) -> dict:
+    """The gated ops on gate = x and up = x rolled by one, merged (a 1-D [2d] input) and as two tensors, with their
+    out= forms and gradients: name -> (result, float64 reference, scale or None)."""
+    up = x.roll(1)
+    merged = torch.cat([x, up])
+    gate_r, up_r, g_r = x.double().cpu(), up.double().cpu(), g.double().cpu()
+    cases = {}
+    for gated in GATED.values():
+        ops, names = gated.ops, gated.ops.names
+        reference, scale = gated.reference(gate_r, up_r), gated.scale(gate_r, up_r)
+        cases[names[0]] = (ops.merged(merged), reference, scale)
+        cases[names[1]] = (ops.merged_out(merged, out=torch.full_like(x, float("nan"))), reference, scale)
+        cases[names[3]] = (ops.pair(x, up), reference, scale)
+        cases[names[4]] = (ops.pair_out(x, up, out=torch.full_like(x, float("nan"))), reference, scale)
+        expected, scales = gated.gradient_references(g_r, gate_r, up_r), gated.gradient_scales(g_r, gate_r, up_r)
+        for name, grads in (
+            (names[2], ops.merged_backward(g, merged).chunk(2)),
+            (names[5], ops.pair_backward(g, x, up)),
+        ):
+            for which, grad, reference, scale in zip(("gate", "up"), grads, expected, scales, strict=True):
+                cases[f"{name}({which})"] = (grad, reference, scale)
+    return cases
 
 
 def check_selu_alpha_dropout(device: torch.device, p: float = 0.1, n: int = 1 << 20) -> list[str]:
@@ -122,23 +147,30 @@ def ulp_table(chosen: list[torch.device]) -> dict:
 
 
 def bandwidth(chosen: list[torch.device], quick: bool) -> list[dict]:
-    """Ours vs torch on one large tensor per device, op and dtype; printed as a table."""
-    print(f"\n{'device':6} {'op':5} {'dtype':9} {'elements':>10} {'ours GB/s':>10} {'torch GB/s':>10} {'speedup':>8}")
+    """Ours vs torch on one large tensor per device, op and dtype (a gated op: on a [rows, 2 * 4096] input, against
+    torch's act(gate) * up on its halves); printed as a table."""
+    print(f"\n{'device':6} {'op':17} {'dtype':9} {'elements':>10} {'ours GB/s':>10} {'torch GB/s':>10} {'speedup':>8}")
+    calls = {name: (a.ops.forward, a.torch_forward, 1) for name, a in ACTIVATIONS.items()}
+    calls |= {
+        name: (g.ops.merged, lambda x, g=g: g.torch_composition(*x.chunk(2, dim=-1)), 2) for name, g in GATED.items()
+    }
     rows = []
     for device in chosen:
         n = (2**26 if device.type == "cuda" else 2**22) // (16 if quick else 1)
-        for name in ACTIVATIONS:
+        for name, (ours_fn, theirs_fn, inputs) in calls.items():
             for dtype in (torch.float32, torch.bfloat16):
-                x = torch.randn(n, dtype=dtype, device=device)
-                ours = median_seconds(lambda: ACTIVATIONS[name].ops.forward(x), device)  # noqa: B023
-                theirs = median_seconds(lambda: ACTIVATIONS[name].torch_forward(x), device)  # noqa: B023
-                gb = 2 * x.numel() * x.element_size() / 1e9
+                # n elements read (n / 2 rows of [gate, up] for a gated op) and the result written.
+                x = torch.randn(n, dtype=dtype, device=device).view(-1, 2 * 4096) if inputs == 2 else None
+                x = torch.randn(n, dtype=dtype, device=device) if x is None else x
+                ours = median_seconds(lambda: ours_fn(x), device)  # noqa: B023
+                theirs = median_seconds(lambda: theirs_fn(x), device)  # noqa: B023
+                gb = (1 + 1 / inputs) * x.numel() * x.element_size() / 1e9
                 rows.append(
                     {"device": device.type, "op": name, "dtype": str(dtype)[6:], "elements": n, "ours_gbps": gb / ours}
                     | {"torch_gbps": gb / theirs, "speedup": theirs / ours}
                 )
                 print(
-                    f"{device.type:6} {name:5} {str(dtype)[6:]:9} {n:>10} {gb / ours:>10.1f} {gb / theirs:>10.1f}"
+                    f"{device.type:6} {name:17} {str(dtype)[6:]:9} {n:>10} {gb / ours:>10.1f} {gb / theirs:>10.1f}"
                     f" {theirs / ours:>7.2f}x"
                 )
     return rows

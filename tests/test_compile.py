@@ -6,7 +6,7 @@ from conftest import random_data, requires_cuda
 from torch import nn
 
 import activations_ext
-from activations_ext.catalog import ACTIVATIONS
+from activations_ext.catalog import ACTIVATIONS, GATED
 
 
 def model_fn(x: torch.Tensor) -> torch.Tensor:
@@ -88,3 +88,37 @@ def test_functionalize_inplace(device, op):
     graph = torch.fx.experimental.proxy_tensor.make_fx(torch.func.functionalize(fn, remove="mutations_and_views"))(x)
     assert op not in graph.code  # the in-place op became its functional form
     torch.testing.assert_close(graph(x), fn(x))
+
+
+def gated_block(gated):
+    """A gated MLP's middle as model code writes it around the op: the merged form on a projection's output, the
+    two-tensor form on two, an out= form; forward and backward."""
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        h = torch.cat([x, x * 0.5 - 1], dim=-1)
+        out = torch.empty_like(x)
+        gated.ops.pair_out(x.detach(), x.detach() + 1, out=out)  # out= forms take no part in autograd
+        return gated.ops.merged(h) * 2 + gated.ops.pair(x - 0.25, out)
+
+    return fn
+
+
+@pytest.mark.parametrize("name", GATED)
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_compile_gated(device, name, dynamic):
+    check_compiled(gated_block(GATED[name]), device, dynamic=dynamic)
+
+
+@requires_cuda
+@pytest.mark.parametrize("name", GATED)
+def test_compile_gated_reduce_overhead(name):
+    check_compiled(gated_block(GATED[name]), "cuda", mode="reduce-overhead")
+
+
+@pytest.mark.parametrize("activation", sorted({g.activation.name for g in GATED.values()}))
+def test_compiled_gated_mlp_has_no_graph_breaks(device, activation):
+    model = activations_ext.GatedMLP(8, 16, activation=activation, device=device, dtype=torch.float64)
+    x = random_data((4, 8), torch.float64, device)
+    torch._dynamo.reset()
+    assert torch._dynamo.explain(model)(x).graph_break_count == 0
+    torch.testing.assert_close(torch.compile(model, fullgraph=True)(x), model(x))

@@ -7,7 +7,7 @@ import torch
 from conftest import HAS_CUDA
 
 from activations_ext.__main__ import main
-from activations_ext.catalog import ACTIVATIONS
+from activations_ext.catalog import ACTIVATIONS, GATED
 from activations_ext.numerics import ULP_BOUNDS
 
 
@@ -49,7 +49,7 @@ def test_quick_cpu_report_as_json(tmp_path, capsys):
         for op, error in errors.items():
             assert error <= ULP_BOUNDS[getattr(torch, dtype)][op], (dtype, op, error)
     assert {(r["op"], r["dtype"]) for r in report["bandwidth"]} == {
-        (op, d) for op in ACTIVATIONS for d in ("float32", "bfloat16")
+        (op, d) for op in [*ACTIVATIONS, *GATED] for d in ("float32", "bfloat16")
     }
     assert all(r["ours_gbps"] > 0 and r["elements"] == 2**18 for r in report["bandwidth"])
     assert [r["requires_grad"] for r in report["per_call_us"]] == [False, True]
