@@ -137,3 +137,32 @@ def test_forward_and_backward_rows_time_torchs_gradient_through_autograd(name):
     torch.testing.assert_close(ours, expected, rtol=1e-5, atol=1e-6)
     row = bench.measure(op, "2^10", torch.float32, torch.device("cpu"), False, repeats=1)
     assert row.bytes == 5 * 4 * 2**10, "five passes: the forward's read and write, the backward's two reads and a write"
+
+
+def test_gated_report_has_every_op_mode_and_the_mlp(tmp_path, capsys):
+    """benchmarks/gated.py on the CPU, small: a row per op, mode and dtype with every variant timed and the bytes of
+    each mode's copy; the MLP row; JSON of the same rows."""
+    import gated
+
+    path = tmp_path / "gated.json"
+    assert gated.main(["--shapes", "8x64", "--dtypes", "float32", "--mlp", "--json", str(path)]) == 0
+    saved = json.loads(path.read_text())
+    assert {(r["op"], r["mode"]) for r in saved["rows"]} == {
+        (op, mode) for op in catalog.GATED for mode in ("fwd", "fwd+bwd")
+    }
+    for r in saved["rows"]:
+        assert min(r["ours_us"], r["eager_us"], r["compile_us"], r["copy_us"]) > 0
+    (mlp,) = saved["mlp"]
+    assert mlp["ours_us"] > 0 and mlp["torch_us"] > 0
+    printed = capsys.readouterr().out
+    assert "silu_and_mul" in printed and "gated MLP fwd+bwd" in printed
+
+
+def test_gated_forward_and_backward_rows_time_the_gradient():
+    """A fwd+bwd variant returns x's gradient through autograd: the op's backward, not the forward alone."""
+    import gated
+
+    x = torch.randn(4, 16, requires_grad=True)
+    grad = torch.randn(4, 8)
+    (ours,) = gated.forward_and_backward(catalog.GATED["silu_and_mul"].ops.merged)(x, grad)
+    torch.testing.assert_close(ours, catalog.GATED["silu_and_mul"].ops.merged_backward(grad, x.detach()))

@@ -1,0 +1,204 @@
+"""Benchmark of the gated activations (act(gate) * up) and of a gated MLP block.
+
+Usage: ``python benchmarks/gated.py [--ops ...] [--dtypes ...] [--shapes ...] [--mlp] [--json PATH]``.
+Rows per op (the merged form on ``x = [rows, 2d]``), dtype and shape ``rows x d``, forward (``fwd``) and forward
+plus backward through autograd (``fwd+bwd``): ours, torch eager (``act(gate) * up`` on the halves of x), torch.compile
+of that expression, Liger-Kernel's fused SwiGLU (``silu_and_mul`` only, where ``liger_kernel`` is installed), and a
+device copy moving the same bytes (the roofline: forward, read 2d and write d per row; backward, read the gradient
+and 2d, write 2d). Each figure is the median of interleaved runs on a cold L2 (CUDA events; wall clock on the CPU).
+``--mlp`` adds a compiled GatedMLP (4096 -> 14336 -> 4096, 8192 tokens on CUDA) forward plus backward against the
+same block compiled with ``F.silu``, with each one's peak memory (CUDA).
+"""
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import torch
+from bench import DTYPES
+
+import activations_ext
+from activations_ext.catalog import GATED
+from activations_ext.timing import interleaved_median_seconds
+
+CUDA_SHAPES = ["8192x14336", "4096x4096", "256x4096"]
+CPU_SHAPES = ["256x4096", "64x1024"]
+
+
+def liger_silu_mul() -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None:
+    """Liger-Kernel's fused SwiGLU product, silu(a) * b, where it is installed."""
+    try:
+        from liger_kernel.ops.swiglu import LigerSiLUMulFunction
+    except ImportError:
+        return None
+    return LigerSiLUMulFunction.apply
+
+
+@dataclass
+class Row:
+    """One line of the report; times in microseconds (None where a variant does not apply)."""
+
+    device: str
+    op: str
+    mode: str
+    dtype: str
+    shape: str
+    ours_us: float
+    eager_us: float
+    compile_us: float
+    liger_us: float | None
+    copy_us: float
+
+    @property
+    def percent_of_copy(self) -> float:
+        return 100 * self.copy_us / self.ours_us
+
+
+def forward_and_backward(forward: Callable[[torch.Tensor], torch.Tensor]) -> Callable:
+    """The forward through autograd and the gradient of x for a given output gradient."""
+    return lambda x, grad: torch.autograd.grad(forward(x), x, grad)
+
+
+def measure(op: str, mode: str, dtype: torch.dtype, shape: str, device: torch.device) -> Row:
+    gated = GATED[op]
+    rows, d = (int(n) for n in shape.split("x"))
+    x = torch.randn(rows, 2 * d, dtype=dtype, device=device, requires_grad=mode == "fwd+bwd")
+    grad = torch.randn(rows, d, dtype=dtype, device=device)
+
+    def eager(t: torch.Tensor) -> torch.Tensor:
+        return gated.torch_composition(*t.chunk(2, dim=-1))
+
+    liger = liger_silu_mul() if gated.activation.name == "silu" else None
+    forwards = {"ours": gated.ops.merged, "eager": eager, "compile": torch.compile(eager, dynamic=False)}
+    if liger is not None:
+        forwards["liger"] = lambda t: liger(*t.chunk(2, dim=-1))
+    # The bytes a pass must move at least, copied in one kernel: 3d per row forward, 5d more backward.
+    moved = rows * d * (3 if mode == "fwd" else 8)
+    source = torch.randn(moved // 2, dtype=dtype, device=device)
+    target = torch.empty_like(source)
+    if mode == "fwd":
+        variants = {name: (lambda f=f: f(x)) for name, f in forwards.items()}
+    else:
+        variants = {name: (lambda f=f: forward_and_backward(f)(x, grad)) for name, f in forwards.items()}
+    variants["copy"] = lambda: target.copy_(source)
+    us = {name: t * 1e6 for name, t in interleaved_median_seconds(variants, device).items()}
+    return Row(
+        device.type,
+        op,
+        mode,
+        str(dtype).removeprefix("torch."),
+        shape,
+        us["ours"],
+        us["eager"],
+        us["compile"],
+        us.get("liger"),
+        us["copy"],
+    )
+
+
+@dataclass
+class MlpRow:
+    """A compiled gated MLP's forward plus backward: ours and torch's F.silu block, times and peak memory."""
+
+    device: str
+    dtype: str
+    tokens: int
+    ours_us: float
+    torch_us: float
+    ours_peak_mib: float | None
+    torch_peak_mib: float | None
+
+
+def measure_mlp(dtype: torch.dtype, device: torch.device, tokens: int, sizes: tuple[int, int]) -> MlpRow:
+    width, hidden = sizes
+    torch.manual_seed(0)
+    ours = activations_ext.GatedMLP(width, hidden, device=device, dtype=dtype)
+
+    def torch_block(t: torch.Tensor) -> torch.Tensor:
+        gate, up = ours.gate_up(t).chunk(2, dim=-1)
+        return ours.down(torch.nn.functional.silu(gate) * up)
+
+    x = torch.randn(tokens, width, dtype=dtype, device=device, requires_grad=True)
+    grad = torch.randn(tokens, width, dtype=dtype, device=device)
+    blocks = {"ours": torch.compile(ours), "torch": torch.compile(torch_block)}
+    steps = {name: (lambda b=b: torch.autograd.grad(b(x), [x, *ours.parameters()], grad)) for name, b in blocks.items()}
+    us = {name: t * 1e6 for name, t in interleaved_median_seconds(steps, device).items()}
+    peak = {}
+    for name, step in steps.items():
+        if device.type != "cuda":
+            peak[name] = None
+            continue
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        base = torch.cuda.memory_allocated(device)
+        step()
+        torch.cuda.synchronize(device)
+        peak[name] = (torch.cuda.max_memory_allocated(device) - base) / 2**20
+    return MlpRow(device.type, str(dtype).removeprefix("torch."), tokens, us["ours"], us["torch"], *peak.values())
+
+
+def format_rows(rows: list[Row]) -> str:
+    head = (
+        f"{'device':6} {'op':17} {'mode':7} {'dtype':9} {'shape':11} {'ours us':>9} {'%copy':>6} {'vs eager':>8} "
+        f"{'vs compile':>10} {'vs liger':>8}"
+    )
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        liger = f"{r.liger_us / r.ours_us:7.2f}x" if r.liger_us else f"{'-':>8}"
+        lines.append(
+            f"{r.device:6} {r.op:17} {r.mode:7} {r.dtype:9} {r.shape:11} {r.ours_us:9.1f} {r.percent_of_copy:5.1f}% "
+            f"{r.eager_us / r.ours_us:7.2f}x {r.compile_us / r.ours_us:9.2f}x {liger}"
+        )
+    return "\n".join(lines)
+
+
+def format_mlp(rows: list[MlpRow]) -> str:
+    lines = [f"{'gated MLP fwd+bwd':18} {'dtype':9} {'tokens':>6} {'ours us':>9} {'vs torch':>8} {'peak MiB':>17}"]
+    for r in rows:
+        peak = f"{r.ours_peak_mib:.0f} vs {r.torch_peak_mib:.0f}" if r.ours_peak_mib is not None else "-"
+        lines.append(
+            f"{r.device:18} {r.dtype:9} {r.tokens:6} {r.ours_us:9.1f} {r.torch_us / r.ours_us:7.2f}x {peak:>17}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    cuda = torch.cuda.is_available()
+    parser = argparse.ArgumentParser(prog="python benchmarks/gated.py", description=__doc__.split("\n")[0])
+    parser.add_argument("--ops", nargs="+", default=list(GATED), choices=list(GATED))
+    parser.add_argument("--dtypes", nargs="+", default=["bfloat16", "float32"], choices=list(DTYPES))
+    parser.add_argument("--shapes", nargs="+", default=CUDA_SHAPES if cuda else CPU_SHAPES, help="rows x d")
+    parser.add_argument("--modes", nargs="+", default=["fwd", "fwd+bwd"], choices=["fwd", "fwd+bwd"])
+    parser.add_argument("--mlp", action="store_true", help="also the compiled gated MLP block")
+    parser.add_argument("--device", default="cuda" if cuda else "cpu")
+    parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
+    args = parser.parse_args(argv)
+    device = torch.device(args.device)
+    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
+    rows = [
+        measure(op, mode, DTYPES[d], shape, device)
+        for op in args.ops
+        for mode in args.modes
+        for d in args.dtypes
+        for shape in args.shapes
+    ]
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
+    print(f"device: {name}; torch {torch.__version__}; Liger-Kernel: {'yes' if liger_silu_mul() else 'not installed'}")
+    print(format_rows(rows))
+    mlp = []
+    if args.mlp:
+        tokens, sizes = (8192, (4096, 14336)) if device.type == "cuda" else (256, (256, 896))
+        mlp = [measure_mlp(DTYPES[d], device, tokens, sizes) for d in args.dtypes]
+        print(format_mlp(mlp))
+    if args.json:
+        with open(args.json, "w") as f:
+            saved = {"device": name, "torch": torch.__version__, "rows": [asdict(r) for r in rows]}
+            json.dump({**saved, "mlp": [asdict(r) for r in mlp]}, f, indent=1)
+    return 0 if all(math.isfinite(r.ours_us) for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
