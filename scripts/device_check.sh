@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build, test and benchmark on a GPU machine; full logs go to $OUT (default: device-logs/).
-# Usage: bash scripts/device_check.sh [all|test|sanitize|bench|fusion|snn|compare] [pytest's arguments for test
+# Usage: bash scripts/device_check.sh [all|test|sanitize|bench|fusion|snn|gated|compare] [pytest's arguments for test
 #        (default: tests); for compare, the tables to compare (default: mid large strided fusion snn)]
 #   test:     build, SASS check, the whole test suite (without arguments: its >25-dimension tests first, alone,
 #             under a time limit)
@@ -8,6 +8,7 @@
 #   bench:    the main job, the benchmark (mid sizes, large sizes, the strided and chunk layouts)
 #   fusion:   the torch.compile fusion benchmark
 #   snn:      the fused SELU + AlphaDropout benchmark rows (and memory), and the SNN example on the GPU
+#   gated:    the gated benchmark (benchmarks/gated.py, with the compiled gated MLP) and the gated-MLP example
 #   compare:  the benchmark tables for a reference build and this tree's, alternately in one run, and the rows
 #             that moved beyond their spreads (benchmarks/compare.py). The reference is the sources in .reference/
 #             (`git archive REV | tar x -C .reference`, carried to the device), built once into /tmp/reference.
@@ -16,7 +17,7 @@
 set -uo pipefail
 stage=${1:-all}
 [ $# -gt 0 ] && shift
-case "$stage" in all|test|sanitize|bench|fusion|snn|compare) ;; *) echo "unknown stage: $stage (all, test, sanitize, bench, fusion, snn or compare)"; exit 2 ;; esac
+case "$stage" in all|test|sanitize|bench|fusion|snn|gated|compare) ;; *) echo "unknown stage: $stage (all, test, sanitize, bench, fusion, snn, gated or compare)"; exit 2 ;; esac
 OUT=${OUT:-device-logs}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 export PYTHONUNBUFFERED=1 ACT_EXPECT_CUDA_BUILD=1
@@ -108,6 +109,15 @@ snn_stage() {
     python3 examples/snn.py --device cuda --check 2>&1 | tail -30
 }
 
+gated_stage() {
+    echo "== benchmark: gated ops against eager, torch.compile, Liger-Kernel (where installed) and a copy"
+    python3 benchmarks/gated.py --mlp --json "$OUT/bench_gated.json" 2> /tmp/bench_gated.err \
+        | tee "$OUT/bench_gated.txt"
+    tail -3 /tmp/bench_gated.err
+    echo "== examples/gated_mlp.py on the GPU"
+    python3 examples/gated_mlp.py --device cuda --dtype bfloat16 --compile --check 2>&1 | tail -4
+}
+
 # One benchmark table, as the stages above run it, its rows as JSON to $2.
 bench_table() {
     case "$1" in
@@ -152,6 +162,7 @@ case "$stage" in
     bench) bench_stage ;;
     fusion) fusion_stage ;;
     snn) snn_stage ;;
+    gated) gated_stage ;;
     compare) compare_stage "$@" ;;
-    all) test_stage "$@"; sanitize_stage; bench_stage; fusion_stage; snn_stage ;;
+    all) test_stage "$@"; sanitize_stage; bench_stage; fusion_stage; snn_stage; gated_stage ;;
 esac
