@@ -249,46 +249,52 @@ def silu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is
     return _rounded(_silu_gradient(grad_output.to(_compute_dtype(dtype)), self_or_result, dtype), dtype)
 
 
-def _in_double_on_cuda(x: torch.Tensor) -> bool:
-    """Whether a GELU decomposition applies: the kernels compute GELU in double, which generated code matches within
-    the ulp bounds on CUDA (libdevice's erfc and exp against CUDA's), but not on the CPU (Sleef's, called only in
-    vector loops), nor in float64, whose kernels carry the arguments to twice double's precision."""
-    return x.device.type == "cuda" and x.dtype != torch.float64
+def _gelu_decomposes(x: torch.Tensor, dtype: torch.dtype) -> bool:
+    """Whether a GELU decomposition applies to storage ``dtype``: generated code matches the kernels' arithmetic
+    (double; float for the 16-bit types) within the ulp bounds on CUDA (libdevice's erfc and exp against CUDA's), but
+    not on the CPU (Sleef's, called only in vector loops), nor in float64, whose kernels carry the arguments to twice
+    double's precision."""
+    return x.device.type == "cuda" and dtype != torch.float64
+
+
+def _gelu_math(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``x`` in the GELU kernels' arithmetic for storage ``dtype``: float for the 16-bit types, double otherwise."""
+    return x.to(torch.float32 if dtype.itemsize == 2 else torch.float64)
 
 
 def _gelu_value(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
-    """GELU in double, ``x erfc(-x / sqrt 2) / 2`` (CUDA, float32 and 16-bit; else None)."""
-    if not _in_double_on_cuda(x):
+    """GELU, ``x erfc(-x / sqrt 2) / 2`` (CUDA, float32 and 16-bit; else None)."""
+    if not _gelu_decomposes(x, dtype):
         return None
-    xd = x.double()
-    return xd * (0.5 * torch.special.erfc(-xd * SQRT_HALF))
+    xm = _gelu_math(x, dtype)
+    return xm * (0.5 * torch.special.erfc(-xm * SQRT_HALF))
 
 
 def _gelu_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
-    """``grad (Phi(x) + x phi(x))`` in double (CUDA, float32 and 16-bit; else None)."""
-    if not _in_double_on_cuda(x):
+    """``grad (Phi(x) + x phi(x))`` (CUDA, float32 and 16-bit; else None)."""
+    if not _gelu_decomposes(x, dtype):
         return None
-    xd = x.double()
-    exp_half_square = torch.exp(-0.5 * (xd * xd))
-    cdf = 0.5 * torch.special.erfc(-xd * SQRT_HALF)
-    return grad.double() * (cdf + xd * exp_half_square * (1 / math.sqrt(2 * math.pi)))
+    xm = _gelu_math(x, dtype)
+    exp_half_square = torch.exp(-0.5 * (xm * xm))
+    cdf = 0.5 * torch.special.erfc(-xm * SQRT_HALF)
+    return grad.to(xm.dtype) * (cdf + xm * exp_half_square * (1 / math.sqrt(2 * math.pi)))
 
 
 def gelu(x: torch.Tensor) -> torch.Tensor:
-    """``act::gelu`` in double, rounded once (CUDA, float32 and 16-bit; else a call)."""
+    """``act::gelu`` rounded once (CUDA, float32 and 16-bit; else a call)."""
     return _rounded(_gelu_value(x, x.dtype), x.dtype)
 
 
 def gelu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is_result: bool = False) -> torch.Tensor:
-    """``act::gelu_backward`` from the input in double (CUDA, float32 and 16-bit; else, and from the result, which the
-    kernel refuses, a call)."""
+    """``act::gelu_backward`` from the input (CUDA, float32 and 16-bit; else, and from the result, which the kernel
+    refuses, a call)."""
     if is_result:
         return NotImplemented
     return _rounded(_gelu_gradient(grad_output, self_or_result, self_or_result.dtype), self_or_result.dtype)
 
 
 def _gelu_tanh_terms(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``gelu_tanh_sigmoid_terms`` in double: 1 + t and sigmoid's numerators over it, t = exp(-|v|),
+    """``gelu_tanh_sigmoid_terms`` in x's arithmetic: 1 + t and sigmoid's numerators over it, t = exp(-|v|),
     v = 2 sqrt(2 / pi) (x + 0.044715 x^3)."""
     v = GELU_TANH_SCALE * (x + GELU_TANH_CUBIC * (x * x * x))
     t = torch.exp(-v.abs())
@@ -297,35 +303,34 @@ def _gelu_tanh_terms(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch
 
 
 def _gelu_tanh_value(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
-    """gelu_tanh in double, ``x sigmoid(v)`` from sigmoid's terms (CUDA, float32 and 16-bit; else None)."""
-    if not _in_double_on_cuda(x):
+    """gelu_tanh, ``x sigmoid(v)`` from sigmoid's terms (CUDA, float32 and 16-bit; else None)."""
+    if not _gelu_decomposes(x, dtype):
         return None
-    xd = x.double()
-    denominator, sigmoid_numerator, _ = _gelu_tanh_terms(xd)
-    return xd * sigmoid_numerator / denominator
+    xm = _gelu_math(x, dtype)
+    denominator, sigmoid_numerator, _ = _gelu_tanh_terms(xm)
+    return xm * sigmoid_numerator / denominator
 
 
 def _gelu_tanh_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
-    """gelu_tanh's gradient in double over one division, ``s (D + x v' c) / D^2`` (CUDA, float32 and 16-bit; else
-    None)."""
-    if not _in_double_on_cuda(x):
+    """gelu_tanh's gradient over one division, ``s (D + x v' c) / D^2`` (CUDA, float32 and 16-bit; else None)."""
+    if not _gelu_decomposes(x, dtype):
         return None
-    xd = x.double()
-    denominator, sigmoid_numerator, complement_numerator = _gelu_tanh_terms(xd)
-    slope = GELU_TANH_SCALE * (1 + 3 * GELU_TANH_CUBIC * (xd * xd))
-    gradient = sigmoid_numerator * (denominator + xd * slope * complement_numerator) / (denominator * denominator)
-    return grad.double() * gradient
+    xm = _gelu_math(x, dtype)
+    denominator, sigmoid_numerator, complement_numerator = _gelu_tanh_terms(xm)
+    slope = GELU_TANH_SCALE * (1 + 3 * GELU_TANH_CUBIC * (xm * xm))
+    gradient = sigmoid_numerator * (denominator + xm * slope * complement_numerator) / (denominator * denominator)
+    return grad.to(xm.dtype) * gradient
 
 
 def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
-    """``act::gelu_tanh`` in double, rounded once (CUDA, float32 and 16-bit; else a call)."""
+    """``act::gelu_tanh`` rounded once (CUDA, float32 and 16-bit; else a call)."""
     return _rounded(_gelu_tanh_value(x, x.dtype), x.dtype)
 
 
 def gelu_tanh_backward(
     grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is_result: bool = False
 ) -> torch.Tensor:
-    """``act::gelu_tanh_backward`` from the input in double (CUDA, float32 and 16-bit; else a call)."""
+    """``act::gelu_tanh_backward`` from the input (CUDA, float32 and 16-bit; else a call)."""
     if is_result:
         return NotImplemented
     return _rounded(_gelu_tanh_gradient(grad_output, self_or_result, self_or_result.dtype), self_or_result.dtype)

@@ -60,6 +60,7 @@ C10_HOST_DEVICE inline float exp_of(float x) { return ::expf(x); }
 __device__ inline double expm1_of(double x) { return ::expm1(x); }
 __device__ inline double exp_of(double x) { return ::exp(x); }
 __device__ inline double erfc_of(double x) { return ::erfc(x); }
+__device__ inline float erfc_of(float x) { return ::erfcf(x); }
 __device__ inline double fma_of(double a, double b, double c) { return ::fma(a, b, c); }
 #else
 inline double expm1_of(double x) { return act_cpu_expm1(x); }  // vectorized: cpu_math.h
@@ -144,6 +145,22 @@ inline float exp_nonpositive_host(float x_in) {
   const float two_k_rest = bits_as<float>(uint32_t(int32_t(k - k_normal) + 127) << 23);
   return p * two_k_normal * two_k_rest;
 }
+
+// erfc(z) in float arithmetic, which vectorizes, for the 16-bit types' GELU on the CPU (Sleef's float erfc, a call,
+// ran at a fifth of torch's GELU): t exp(-|z|^2 + P(t)) with t = 1 / (1 + |z| / 2), Numerical Recipes' form of erfc,
+// P of degree 5 fitted to log(erfc(z) / t) + z^2 over z in [0, 11] (error below 7.7e-6, and in float about 2^-17 at
+// |z| = 10 from z^2's rounding: a few hundredths of a 16-bit ulp), and 2 - erfc(-z) for z < 0.
+inline float erfc_host(float z) {
+  const float a = fabsf(z);
+  const float t = 1.f / (1.f + 0.5f * a);
+  constexpr float kCoefficients[] = {0.22879079f, -0.70919234f, 0.47449490f, 0.25444227f, 1.01801378f, -1.26654178f};
+  float p = kCoefficients[0];
+  for (int i = 1; i < 6; ++i) p = p * t + kCoefficients[i];
+  const float tail = t * exp_nonpositive_host(p - a * a);
+  return z >= 0.f ? tail : 2.f - tail;
+}
+
+inline float erfc_of(float x) { return erfc_host(x); }
 #endif
 
 #ifdef __CUDA_ARCH__
@@ -493,7 +510,8 @@ struct SiluBackward {
 
 // GELU, x Phi(x) with Phi the standard normal CDF (torch's approximate="none"), as x erfc(-x / sqrt 2) / 2: erfc does
 // not cancel where torch's 1 + erf(x / sqrt 2) does (float32: half its bits gone at x = -4, all from -5.5 down, where
-// torch returns -0). Computed in double: one rounding of the smaller types' result. In float64 z = -x / sqrt 2 is
+// torch returns -0). Computed in double for float32 and float64 (float32 rounded once) and in float for the 16-bit
+// types (float's erfc is within 1.5 float ulps: a 16-bit result rounded once). In float64 z = -x / sqrt 2 is
 // carried to twice double's precision, z + z_lo, and erfc(z + z_lo) = erfc(z) - z_lo (2 / sqrt pi) exp(-z^2): z's own
 // rounding would cost about z^2 ulps (hundreds in the negative tail). Likewise exp(-x^2 / 2) takes x^2's rounding
 // error.
@@ -502,36 +520,48 @@ constexpr double kSqrtHalfLo = -4.8336466567264567e-17;  // sqrt(1/2) - kSqrtHal
 constexpr double kTwoOverSqrtPi = 1.1283791670955126;
 constexpr double kInvSqrtTwoPi = 0.3989422804014327;
 
-// exp(-x^2 / 2); in float64 with x^2's rounding error (exact by fma) folded in. Past |x| = 1e150 it is 0 either way.
+// GELU's and gelu_tanh's arithmetic: float for the 16-bit types, double otherwise.
 template <typename scalar_t>
-C10_HOST_DEVICE inline double exp_half_square(double x) {
-  const double square = x * x;
-  if constexpr (!std::is_same_v<scalar_t, double>) return exp_of(-0.5 * square);
-  const double square_lo = fabs(x) < 1e150 ? fma_of(x, x, -square) : 0.0;  // inf and NaN: no inf - inf
-  return exp_of(-0.5 * square) * (1 - 0.5 * square_lo);
+using gelu_math_t = std::conditional_t<sizeof(scalar_t) == 2, float, double>;
+
+// exp(-x^2 / 2); in float64 with x^2's rounding error (exact by fma) folded in. Past |x| = 1e150 it is 0 either way.
+template <typename scalar_t, typename math_t>
+C10_HOST_DEVICE inline math_t exp_half_square(math_t x) {
+  const math_t square = x * x;
+  if constexpr (std::is_same_v<math_t, float>) {
+    return exp_nonpositive<scalar_t, float>(-0.5f * square);
+  } else if constexpr (!std::is_same_v<scalar_t, double>) {
+    return exp_of(-0.5 * square);
+  } else {
+    const double square_lo = fabs(x) < 1e150 ? fma_of(x, x, -square) : 0.0;  // inf and NaN: no inf - inf
+    return exp_of(-0.5 * square) * (1 - 0.5 * square_lo);
+  }
 }
 
 // Phi(x) = erfc(-x / sqrt 2) / 2, given exp(-x^2 / 2) for float64's correction.
-template <typename scalar_t>
-C10_HOST_DEVICE inline double normal_cdf(double x, double exp_half_square_x) {
-  const double z = -x * kSqrtHalf;
-  if constexpr (!std::is_same_v<scalar_t, double>) return 0.5 * erfc_of(z);
-  const double z_lo = fabs(x) < 1e300 ? fma_of(-x, kSqrtHalf, -z) - x * kSqrtHalfLo : 0.0;
-  return 0.5 * (erfc_of(z) - z_lo * kTwoOverSqrtPi * exp_half_square_x);
+template <typename scalar_t, typename math_t>
+C10_HOST_DEVICE inline math_t normal_cdf(math_t x, math_t exp_half_square_x) {
+  const math_t z = -x * math_t(kSqrtHalf);
+  if constexpr (!std::is_same_v<scalar_t, double>) {
+    return math_t(0.5) * erfc_of(z);
+  } else {
+    const double z_lo = fabs(x) < 1e300 ? fma_of(-x, kSqrtHalf, -z) - x * kSqrtHalfLo : 0.0;
+    return 0.5 * (erfc_of(z) - z_lo * kTwoOverSqrtPi * exp_half_square_x);
+  }
 }
 
 // GELU's value and slope, Phi(x) + x phi(x) with phi(x) = exp(-x^2 / 2) / sqrt(2 pi). The slope's two terms
 // cancel near its root x = -0.75 (in any arithmetic): bounds there are in ulps of the terms.
 template <typename scalar_t>
 struct GeluMath {
-  using math_t = double;
-  C10_HOST_DEVICE static double value(double x) {
-    const double e = std::is_same_v<scalar_t, double> ? exp_half_square<scalar_t>(x) : 0.0;
+  using math_t = gelu_math_t<scalar_t>;
+  C10_HOST_DEVICE static math_t value(math_t x) {
+    const math_t e = std::is_same_v<scalar_t, double> ? exp_half_square<scalar_t>(x) : math_t(0);
     return x * normal_cdf<scalar_t>(x, e);
   }
-  C10_HOST_DEVICE static double gradient(double grad, double x) {
-    const double e = exp_half_square<scalar_t>(x);
-    return grad * (normal_cdf<scalar_t>(x, e) + x * e * kInvSqrtTwoPi);
+  C10_HOST_DEVICE static math_t gradient(math_t grad, math_t x) {
+    const math_t e = exp_half_square<scalar_t>(x);
+    return grad * (normal_cdf<scalar_t>(x, e) + x * e * math_t(kInvSqrtTwoPi));
   }
 };
 
@@ -550,14 +580,14 @@ struct GeluBackward {
   using acc_t = opmath_t<scalar_t>;
   static constexpr int arity = 2;
   C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t x) const {
-    return acc_t(GeluMath<scalar_t>::gradient(grad, x));
+    return acc_t(GeluMath<scalar_t>::gradient(grad, x));  // grad in the math type: acc_t is float or double
   }
 };
 
 // GELU with torch's approximate="tanh": x (1 + tanh(u)) / 2, u = sqrt(2 / pi) (x + 0.044715 x^3), which is
 // x sigmoid(v) with v = 2u: from sigmoid's terms, which do not cancel where torch's 1 + tanh(u) does (below about
-// x = -3). In double; in float64 v is carried to twice double's precision (its rounding would cost |v| ulps of a
-// result in the negative tail). The constants are torch's, as doubles.
+// x = -3). In double (float for the 16-bit types); in float64 v is carried to twice double's precision (its rounding
+// would cost |v| ulps of a result in the negative tail). The constants are torch's, as doubles.
 constexpr double kGeluTanhScale = 2 * 0.7978845608028654;  // 2 sqrt(2 / pi), torch's kBeta doubled (exact)
 constexpr double kGeluTanhCubic = 0.044715;
 
@@ -583,6 +613,11 @@ C10_HOST_DEVICE inline double mul_rn(double a, double b) {
 #endif
 }
 
+// v in float, for the 16-bit types' arithmetic.
+C10_HOST_DEVICE inline float gelu_tanh_argument(float x) {
+  return float(kGeluTanhScale) * (x + float(kGeluTanhCubic) * (x * x * x));
+}
+
 template <typename scalar_t>
 C10_HOST_DEVICE inline GeluTanhArgument gelu_tanh_argument(double x) {
   const double square = mul_rn(x, x);
@@ -601,26 +636,44 @@ C10_HOST_DEVICE inline GeluTanhArgument gelu_tanh_argument(double x) {
   return {v, fabs(x) < 1e100 ? v_lo : 0.0};  // beyond, inf and NaN: no inf - inf
 }
 
-// sigmoid's terms of v + v_lo: exp(-|v| - |v|_lo) = exp(-|v|) (1 - |v|_lo).
-template <typename scalar_t>
-C10_HOST_DEVICE inline SigmoidTerms<double> gelu_tanh_sigmoid_terms(double x) {
-  const GeluTanhArgument a = gelu_tanh_argument<scalar_t>(x);
-  const double negative = a.v < 0 ? 1.0 : 0.0;
-  const double magnitude_lo = a.v < 0 ? -a.v_lo : a.v_lo;
-  return sigmoid_terms_from(negative, exp_of(a.v < 0 ? a.v : -a.v) * (1 - magnitude_lo));
+// sigmoid's terms of v + v_lo: exp(-|v| - |v|_lo) = exp(-|v|) (1 - |v|_lo); in float, of v.
+template <typename scalar_t, typename math_t>
+C10_HOST_DEVICE inline SigmoidTerms<math_t> gelu_tanh_sigmoid_terms(math_t x) {
+  if constexpr (std::is_same_v<math_t, float>) {
+    const float v = gelu_tanh_argument(x);
+    return sigmoid_terms_from(v < 0.f ? 1.f : 0.f, exp_nonpositive<scalar_t, float>(v < 0.f ? v : -v));
+  } else {
+    const GeluTanhArgument a = gelu_tanh_argument<scalar_t>(x);
+    const double negative = a.v < 0 ? 1.0 : 0.0;
+    const double magnitude_lo = a.v < 0 ? -a.v_lo : a.v_lo;
+    return sigmoid_terms_from(negative, exp_of(a.v < 0 ? a.v : -a.v) * (1 - magnitude_lo));
+  }
 }
 
 // gelu_tanh's value and slope, sigmoid(v) (1 + x v' (1 - sigmoid(v))) with v' = dv/dx = 2 sqrt(2 / pi) (1 + 3 *
 // 0.044715 x^2); the slope cancels near its root x = -0.75.
+// In float, v and v' overflow for bfloat16's largest values (x^3 past 3.4e38): there x is taken at +-20, where
+// exp(-|v|) has underflowed and the slope is 1 or 0 already; infinities and NaN are kept.
+template <typename math_t>
+C10_HOST_DEVICE inline math_t gelu_tanh_in_range(math_t x) {
+  if constexpr (std::is_same_v<math_t, float>) {
+    const bool finite_beyond = !(fabsf(x) <= 20.f) && fabsf(x) < INFINITY;
+    return finite_beyond ? (x < 0.f ? -20.f : 20.f) : x;
+  } else {
+    return x;
+  }
+}
+
 template <typename scalar_t>
 struct GeluTanhMath {
-  using math_t = double;
-  C10_HOST_DEVICE static double value(double x) {
-    const SigmoidTerms<double> terms = gelu_tanh_sigmoid_terms<scalar_t>(x);
+  using math_t = gelu_math_t<scalar_t>;
+  C10_HOST_DEVICE static math_t value(math_t x) {
+    const SigmoidTerms<math_t> terms = gelu_tanh_sigmoid_terms<scalar_t>(gelu_tanh_in_range(x));
     return x * terms.sigmoid_numerator / terms.denominator;
   }
-  C10_HOST_DEVICE static double gradient(double grad, double x) {
-    const double v_slope = kGeluTanhScale * (1 + 3 * kGeluTanhCubic * (x * x));
+  C10_HOST_DEVICE static math_t gradient(math_t grad, math_t x_in) {
+    const math_t x = gelu_tanh_in_range(x_in);
+    const math_t v_slope = math_t(kGeluTanhScale) * (1 + 3 * math_t(kGeluTanhCubic) * (x * x));
     return grad * x_sigmoid_slope<scalar_t>(gelu_tanh_sigmoid_terms<scalar_t>(x), x, v_slope);
   }
 };
