@@ -413,7 +413,7 @@ C10_HOST_DEVICE inline math_t x_sigmoid_slope(const SigmoidTerms<math_t>& terms,
 }
 
 #ifdef __CUDA_ARCH__
-// exp(x) for float x in [-200, 0] as a double within 2^-29 relative, from float arithmetic: the GPU's float
+// exp(x) for float x in [-300, 0] as a double within 2^-29 relative, from float arithmetic: the GPU's float
 // throughput is many times its double's, and double's exp took most of float32 SiLU's instructions (0.89-0.93x
 // torch on the H100). x = k ln2 + r + r_lo (Cody-Waite: ln2 in two parts, the first exact in k ln2 for |k| < 512),
 // exp(r) = 1 + r + r^2 / 2 + r^3 (1/6 + ... + r^5 / 8!) with the rounding errors of the two leading sums and of r^2
@@ -443,24 +443,26 @@ __device__ __forceinline__ double exp_nonpositive_from_float(float x) {
   return m * __longlong_as_double(static_cast<long long>(int(k) + 1023) << 52);
 }
 
-// float32 SiLU and its gradient on the GPU: exp(-|x|) as above, the rest in double as on the CPU (one division).
-// Below x = -110 (forward) and -200 (gradient) the results round to 0 for every input; -inf gives NaN, as torch's
-// x / (1 + exp(-x)) does, and so does the gradient at +-inf (torch's inf * 0).
-__device__ __forceinline__ float silu_float32(float x) {
+// float32 SiLU's value and gradient on the GPU: exp(-|x|) as above, the rest in double as on the CPU (one
+// division), unrounded (SiLU's ops round them; its gated forms take the products with up and grad * up first).
+// Below x = -200 the value, and below -300 the gradient, times any float32 factor (grad * up reaches 1.2e77) rounds
+// to 0: there they are x * 0 (NaN at -inf, as torch's x / (1 + exp(-x))); the gradient at +inf is NaN too (torch's
+// inf * 0).
+__device__ __forceinline__ double silu_value_from_float(float x) {
   const float exp_arg = -fabsf(x);
-  const double t = exp_nonpositive_from_float(exp_arg >= -110.f ? exp_arg : -110.f);  // NaN too
-  const float result = float(double(x) * (x < 0.f ? t : 1.0) / (1.0 + t));
-  return x < -110.f ? x * 0.f : result;
+  const double t = exp_nonpositive_from_float(exp_arg >= -200.f ? exp_arg : -200.f);  // NaN too
+  const double value = double(x) * (x < 0.f ? t : 1.0) / (1.0 + t);
+  return x < -200.f ? double(x) * 0.0 : value;
 }
 
-__device__ __forceinline__ float silu_backward_float32(float grad, float x_in) {
+__device__ __forceinline__ double silu_gradient_from_float(double grad, float x_in) {
   const float exp_arg = -fabsf(x_in);
-  const double t = exp_nonpositive_from_float(exp_arg >= -200.f ? exp_arg : -200.f);  // NaN too
-  const double x = x_in < -200.f ? double(x_in) * 0 - 200 : double(x_in);
+  const double t = exp_nonpositive_from_float(exp_arg >= -300.f ? exp_arg : -300.f);  // NaN too
+  const double x = x_in < -300.f ? double(x_in) * 0 - 300 : double(x_in);
   const double d = 1.0 + t;
   const double sigmoid_numerator = x_in < 0.f ? t : 1.0;
-  const double complement_numerator = x_in < 0.f ? 1.0 : (x_in > 200.f ? x * 0 : t);
-  return float(double(grad) * (sigmoid_numerator * (d + x * complement_numerator)) / (d * d));
+  const double complement_numerator = x_in < 0.f ? 1.0 : (x_in > 300.f ? x * 0 : t);
+  return grad * (sigmoid_numerator * (d + x * complement_numerator)) / (d * d);
 }
 #endif
 
@@ -472,11 +474,17 @@ template <typename scalar_t>
 struct SiluMath {
   using math_t = silu_math_t<scalar_t>;
   C10_HOST_DEVICE static math_t value(math_t x) {
+#ifdef __CUDA_ARCH__
+    if constexpr (std::is_same_v<scalar_t, float>) return silu_value_from_float(float(x));
+#endif
     if constexpr (std::is_same_v<math_t, double>) return x / (1 + exp_of(-x));
     const SigmoidTerms<math_t> terms = sigmoid_terms<scalar_t>(x);
     return x * terms.sigmoid_numerator / terms.denominator;
   }
   C10_HOST_DEVICE static math_t gradient(math_t grad, math_t x) {
+#ifdef __CUDA_ARCH__
+    if constexpr (std::is_same_v<scalar_t, float>) return silu_gradient_from_float(grad, float(x));
+#endif
     return grad * x_sigmoid_slope<scalar_t>(sigmoid_terms<scalar_t>(x), x, math_t(1));
   }
 };
@@ -486,12 +494,7 @@ struct SiluForward {
   using Args = NoArgs;
   using acc_t = opmath_t<scalar_t>;
   static constexpr int arity = 1;
-  C10_HOST_DEVICE acc_t operator()(acc_t x) const {
-#ifdef __CUDA_ARCH__
-    if constexpr (std::is_same_v<scalar_t, float>) return silu_float32(x);
-#endif
-    return acc_t(SiluMath<scalar_t>::value(x));
-  }
+  C10_HOST_DEVICE acc_t operator()(acc_t x) const { return acc_t(SiluMath<scalar_t>::value(x)); }
 };
 
 // d silu / dx times grad, from the input.
@@ -500,12 +503,7 @@ struct SiluBackward {
   using Args = NoArgs;
   using acc_t = opmath_t<scalar_t>;
   static constexpr int arity = 2;
-  C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t x) const {
-#ifdef __CUDA_ARCH__
-    if constexpr (std::is_same_v<scalar_t, float>) return silu_backward_float32(grad, x);
-#endif
-    return acc_t(SiluMath<scalar_t>::gradient(grad, x));
-  }
+  C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t x) const { return acc_t(SiluMath<scalar_t>::gradient(grad, x)); }
 };
 
 // GELU, x Phi(x) with Phi the standard normal CDF (torch's approximate="none"), as x erfc(-x / sqrt 2) / 2: erfc does
