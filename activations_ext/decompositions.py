@@ -262,6 +262,12 @@ def _gelu_math(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return x.to(torch.float32 if dtype.itemsize == 2 else torch.float64)
 
 
+def _gelu_exp(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """exp of ``x`` <= 0 as the GELU kernels take it: in float (the 16-bit types) the kernels' float exp
+    (``exp_nonpositive``), in double libdevice's against CUDA's, within the ulp bounds."""
+    return torch.exp(x) if x.dtype == torch.float64 else _exp_nonpositive(x, dtype)
+
+
 def _gelu_value(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
     """GELU, ``x erfc(-x / sqrt 2) / 2`` (CUDA, float32 and 16-bit; else None)."""
     if not _gelu_decomposes(x, dtype):
@@ -275,7 +281,7 @@ def _gelu_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype) -> t
     if not _gelu_decomposes(x, dtype):
         return None
     xm = _gelu_math(x, dtype)
-    exp_half_square = torch.exp(-0.5 * (xm * xm))
+    exp_half_square = _gelu_exp(-0.5 * (xm * xm), dtype)
     cdf = 0.5 * torch.special.erfc(-xm * SQRT_HALF)
     return grad.to(xm.dtype) * (cdf + xm * exp_half_square * (1 / math.sqrt(2 * math.pi)))
 
@@ -293,11 +299,18 @@ def gelu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is
     return _rounded(_gelu_gradient(grad_output, self_or_result, self_or_result.dtype), self_or_result.dtype)
 
 
-def _gelu_tanh_terms(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _gelu_tanh_in_range(x: torch.Tensor) -> torch.Tensor:
+    """``gelu_tanh_in_range``: in float, finite x beyond +-20 taken at +-20 (bfloat16's x^3 overflows float)."""
+    if x.dtype == torch.float64:
+        return x
+    return torch.where((x.abs() <= 20) | ~x.isfinite(), x, torch.where(x < 0, -20.0, 20.0))
+
+
+def _gelu_tanh_terms(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``gelu_tanh_sigmoid_terms`` in x's arithmetic: 1 + t and sigmoid's numerators over it, t = exp(-|v|),
     v = 2 sqrt(2 / pi) (x + 0.044715 x^3)."""
     v = GELU_TANH_SCALE * (x + GELU_TANH_CUBIC * (x * x * x))
-    t = torch.exp(-v.abs())
+    t = _gelu_exp(-v.abs(), dtype)
     negative = v < 0
     return 1 + t, torch.where(negative, t, 1.0), torch.where(negative, 1.0, t)
 
@@ -307,7 +320,7 @@ def _gelu_tanh_value(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None
     if not _gelu_decomposes(x, dtype):
         return None
     xm = _gelu_math(x, dtype)
-    denominator, sigmoid_numerator, _ = _gelu_tanh_terms(xm)
+    denominator, sigmoid_numerator, _ = _gelu_tanh_terms(_gelu_tanh_in_range(xm), dtype)
     return xm * sigmoid_numerator / denominator
 
 
@@ -315,9 +328,11 @@ def _gelu_tanh_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype)
     """gelu_tanh's gradient over one division, ``s (D + x v' c) / D^2`` (CUDA, float32 and 16-bit; else None)."""
     if not _gelu_decomposes(x, dtype):
         return None
-    xm = _gelu_math(x, dtype)
-    denominator, sigmoid_numerator, complement_numerator = _gelu_tanh_terms(xm)
-    slope = GELU_TANH_SCALE * (1 + 3 * GELU_TANH_CUBIC * (xm * xm))
+    xm = _gelu_tanh_in_range(_gelu_math(x, dtype))
+    denominator, sigmoid_numerator, complement_numerator = _gelu_tanh_terms(xm, dtype)
+    # 3 * 0.044715 in the math type, as the kernel folds it (in float: float(3 * float(0.044715))).
+    cubic3 = 3 * GELU_TANH_CUBIC if xm.dtype == torch.float64 else _to_float32(3 * _to_float32(GELU_TANH_CUBIC))
+    slope = GELU_TANH_SCALE * (1 + cubic3 * (xm * xm))
     gradient = sigmoid_numerator * (denominator + xm * slope * complement_numerator) / (denominator * denominator)
     return grad.to(xm.dtype) * gradient
 
@@ -378,7 +393,10 @@ def _gated_decompositions(gated_ops: object, value: Value, gradient: Gradient) -
 
     def merged_backward(grad_output: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         grads = pair_backward(grad_output, *_halves(x))
-        return NotImplemented if grads is NotImplemented else torch.cat(grads, dim=-1)
+        if grads is NotImplemented:
+            return NotImplemented
+        # Laid out as the kernel lays it out, as x where x is dense (empty_like).
+        return torch.ops.aten.copy.default(torch.empty_like(x), torch.cat(grads, dim=-1))
 
     return {
         gated_ops.merged: merged,

@@ -39,6 +39,8 @@ def gated_views(n: int) -> list[Callable[[torch.Tensor], torch.Tensor]]:
     if n < 8:
         return []
     cases = [lambda b: b[: n - n % 2].view(1, -1), lambda b: b[1 : 1 + 2 * (n // 6) * 3].view(-1, 6)]
+    if n >= 32:  # rows of 2 * 8: each half a 16-byte pack of the 16-bit types in every row
+        cases.append(lambda b: b[: 16 * (n // 16)].view(-1, 16))
     cases.append(lambda b: b[: 8 * (n // 8)].view(-1, 8)[:, 1:7])  # d = 3, rows 8 apart, off 16-byte boundaries
     cases.append(lambda b: b[: 4 * (n // 4)].view(4, -1).t()[:, :2])  # columns: every element its own pack
     return cases

@@ -53,6 +53,36 @@ def test_half_types_within_one_rounding_of_float32(device, dtype):
         assert error.max() <= 1.0, f"{op}: {error.max():.2f} ulp from the float32 result"
 
 
+def every_16_bit_value(dtype: torch.dtype) -> torch.Tensor:
+    """Every value of a 16-bit dtype but NaN's many encodings (one NaN kept): the largest magnitudes, where float
+    arithmetic overflows (bfloat16's x^3), and every subnormal included."""
+    values = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(dtype)
+    return torch.cat([values[~values.isnan()], torch.tensor([float("nan")], dtype=dtype)])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_every_16_bit_value_within_bounds(device, dtype):
+    """Each activation and gradient form at every value of the dtype (gradient 1.5): within the catalog's bound of
+    float64 math, NaN where it has NaN, infinities where it rounds to them (SELU of float16's largest values)."""
+    x = every_16_bit_value(dtype)
+    grad = torch.full_like(x, 1.5)
+    for a in ACTIVATIONS.values():
+        cases = [(a.ops.forward(x.to(device)), a.reference(x), a.scale(x) if a.scale else None, a.bound(dtype))]
+        for form in a.gradients:
+            saved = a.ops.forward(x.to(device)) if form.is_result else x.to(device)
+            expected = form.reference(grad, saved.cpu())
+            scale = form.scale(grad, saved.cpu()) if form.scale else None
+            ours = a.ops.backward(grad.to(device), saved, is_result=form.is_result)
+            cases.append((ours, expected, scale, form.bound(dtype)))
+        for ours, expected, scale, bound in cases:
+            ours, rounded = ours.cpu(), expected.to(dtype).double()
+            finite = rounded.isfinite()
+            assert torch.equal(ours.isnan(), expected.isnan()), a.name
+            assert torch.equal(ours[rounded.isinf()].double(), rounded[rounded.isinf()]), a.name
+            error = ulp_error(ours[finite], expected[finite], dtype, None if scale is None else scale[finite])
+            assert error.max() <= bound, f"{a.name}: {error.max():.3f} ulp at x={x[finite][error.argmax()].item()!r}"
+
+
 def test_ulp_table_within_bounds(device):
     """The table the main job prints: float SELU within 2 ulp, half types within one rounding, ReLU exact."""
     table = max_ulp_errors(torch.device(device))

@@ -196,6 +196,20 @@ def test_out_form_refuses_forward_ad(device, op):
             getattr(act, op)(x, out=fwAD.make_dual(torch.empty_like(x), torch.ones_like(x)))
 
 
+@pytest.mark.parametrize("name", GATED)
+def test_gated_out_forms_refuse_forward_ad(device, name):
+    ops = GATED[name].ops
+    x = random_data((3, 8), torch.float64, device)
+    gate, up = x[:, :4], x[:, 4:]
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(x, torch.ones_like(x))
+        with pytest.raises(NotImplementedError, match=rf"act::{name}\.out: forward-mode AD does not support out="):
+            ops.merged_out(dual, out=torch.empty_like(gate))
+        dual_gate = fwAD.make_dual(gate.contiguous(), torch.ones_like(gate))
+        with pytest.raises(NotImplementedError, match=rf"act::{ops.names[3]}\.out: forward-mode AD"):
+            ops.pair_out(dual_gate, up, out=torch.empty_like(gate))
+
+
 # --- vmap ---------------------------------------------------------------------------------------------------
 def _vmap_dims(arity: int) -> list:
     """Batch dimensions of every operand first or second, and some operands unbatched."""
@@ -240,6 +254,31 @@ def test_vmap_inplace_and_out(device, op):
         assert torch.equal(out, getattr(act, op)(x[0]).expand(4, 6))
     with pytest.raises(RuntimeError, match=rf"act\.{op}\.out: vmap cannot write a result that varies"):
         vmap(lambda a: getattr(act, op)(a, out=torch.empty(6, device=device)))(x)
+
+
+@pytest.mark.parametrize("name", GATED)
+def test_vmap_gated_forms_on_any_batch_dimension_and_out(device, name):
+    """The merged form batched along x's last physical dimension (its halves along another), and the out= forms
+    under vmap: each equal to the per-sample calls, with no per-sample fallback."""
+    ops = GATED[name].ops
+    x = random_data((3, 8, 5), torch.float32, device)  # samples along the last dimension
+    expected = torch.stack([ops.merged(x[..., i]) for i in range(5)])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*performance drop.*")
+        assert torch.equal(vmap(ops.merged, in_dims=2)(x), expected)
+        out = torch.full((5, 3, 4), float("nan"), device=device)
+        vmap(lambda t, o: ops.merged_out(t, out=o), in_dims=(2, 0))(x, out)
+        assert torch.equal(out, expected)
+        gate, up = x[:, :4], x[:, 4:]
+        out = torch.full((3, 4, 5), float("nan"), device=device)
+        vmap(lambda g, u, o: ops.pair_out(g, u, out=o), in_dims=2)(gate, up, out)
+        assert torch.equal(out.permute(2, 0, 1), expected)
+        grads = vmap(ops.merged_backward, in_dims=(None, 2))(torch.ones(3, 4, device=device), x)
+        assert torch.equal(
+            grads, torch.stack([ops.merged_backward(torch.ones(3, 4, device=device), x[..., i]) for i in range(5)])
+        )
+    with pytest.raises(RuntimeError, match=rf"act\.{name}\.out: vmap cannot write a result that varies"):
+        vmap(lambda t: ops.merged_out(t, out=torch.empty(3, 4, device=device)), in_dims=2)(x)
 
 
 # --- selu_alpha_dropout under the transforms ----------------------------------------------------------------
