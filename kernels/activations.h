@@ -36,6 +36,10 @@ struct OutputsOf : std::integral_constant<int, 1> {};
 template <typename Op>
 struct OutputsOf<Op, std::void_t<decltype(Op::outputs)>> : std::integral_constant<int, Op::outputs> {};
 
+// The operands of a functor's call: its outputs, then its inputs.
+template <typename Op>
+constexpr int kOperandsOf = OutputsOf<Op>::value + Op::arity;
+
 // Result o of a functor's call, in the storage type.
 template <typename scalar_t, int O, typename R>
 C10_HOST_DEVICE inline scalar_t result_at(const R& r, int o) {
@@ -578,7 +582,7 @@ struct GeluBackward {
   using acc_t = opmath_t<scalar_t>;
   static constexpr int arity = 2;
   C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t x) const {
-    return acc_t(GeluMath<scalar_t>::gradient(grad, x));  // grad in the math type: acc_t is float or double
+    return acc_t(GeluMath<scalar_t>::gradient(grad, x));
   }
 };
 

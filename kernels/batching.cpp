@@ -54,6 +54,24 @@ at::Tensor batched_at(const at::Tensor& value, std::optional<int64_t> bdim, int6
   return value.unsqueeze(dim).expand_symint(sizes);
 }
 
+// An operand's physical tensor with the batch dimension in front: moved there, or broadcast there if unbatched.
+at::Tensor batch_in_front(const VmapLevel& vmap, const at::Tensor& t) {
+  auto [value, bdim] = vmap.unwrap(t);
+  return batched_at(value, bdim, 0, vmap.batch_size());
+}
+
+// An out= form under vmap writes an out batched like its inputs, its batch dimension moved to the front (a view);
+// an unbatched out cannot hold a result that varies over the batch.
+at::Tensor out_batch_in_front(const VmapLevel& vmap, const std::string& op_out, const at::Tensor& out,
+                              const std::string& instead) {
+  TORCH_CHECK(vmap.batched(out), op_out,
+              ": vmap cannot write a result that varies over the batch into out=, which does not; pass an out= "
+              "tensor batched like the input, or call ",
+              instead);
+  auto [value, bdim] = vmap.unwrap(out);
+  return value.movedim(*bdim, 0);
+}
+
 template <class Op>
 at::Tensor forward_batched(const at::Tensor& x) {
   const VmapLevel vmap;
@@ -78,13 +96,9 @@ template <class Op>
 at::Tensor& out_batched(const at::Tensor& x, at::Tensor& out) {
   const VmapLevel vmap;
   if (!vmap.batched(x) && !vmap.batched(out)) return out_op<Op>().call(x, out);
-  TORCH_CHECK(vmap.batched(out), "act.", Op::name,
-              ".out: vmap cannot write a result that varies over the batch into out=, which does not; "
-              "pass an out= tensor batched like the input, or call act.",
-              Op::name, "(x)");
-  auto [out_value, out_bdim] = vmap.unwrap(out);
-  auto [x_value, x_bdim] = vmap.unwrap(x);
-  out_op<Op>().call(batched_at(x_value, x_bdim, *out_bdim, out_value.sym_size(*out_bdim)), out_value);
+  const std::string op = std::string("act.") + Op::name;
+  at::Tensor out_front = out_batch_in_front(vmap, op + ".out", out, op + "(x)");
+  out_op<Op>().call(batch_in_front(vmap, x), out_front);
   return out;
 }
 
@@ -94,12 +108,8 @@ at::Tensor backward_batched(const at::Tensor& grad_output, const at::Tensor& sel
   if (!vmap.batched(grad_output) && !vmap.batched(self_or_result)) {
     return backward_op<Op>().call(grad_output, self_or_result, is_result);
   }
-  auto [grad_value, grad_bdim] = vmap.unwrap(grad_output);
-  auto [saved_value, saved_bdim] = vmap.unwrap(self_or_result);
-  const c10::SymInt batch = grad_bdim ? grad_value.sym_size(*grad_bdim) : saved_value.sym_size(*saved_bdim);
-  return vmap.wrap(backward_op<Op>().call(batched_at(grad_value, grad_bdim, 0, batch),
-                                          batched_at(saved_value, saved_bdim, 0, batch), is_result),
-                   0);
+  return vmap.wrap(
+      backward_op<Op>().call(batch_in_front(vmap, grad_output), batch_in_front(vmap, self_or_result), is_result), 0);
 }
 
 // selu_alpha_dropout under vmap follows the randomness= modes as torch's dropout does, and like torch's random
@@ -199,13 +209,8 @@ void register_batching(torch::Library& m) {
   impl_activation<Op>(m, &forward_batched<Op>, &inplace_batched<Op>, &out_batched<Op>, &backward_batched<Op>);
 }
 
-// The gated forms act on the last dimension alone (the merged form's halves lie along it): each batched operand
-// goes to the kernel with its batch dimension moved to the front, an unbatched one broadcast there.
-at::Tensor batch_in_front(const VmapLevel& vmap, const at::Tensor& t) {
-  auto [value, bdim] = vmap.unwrap(t);
-  return batched_at(value, bdim, 0, vmap.batch_size());
-}
-
+// The gated forms act on the last dimension alone (the merged form's halves lie along it): each operand goes to
+// the kernel with its batch dimension in front (batch_in_front).
 template <class Op>
 at::Tensor gated_merged_batched(const at::Tensor& x) {
   const VmapLevel vmap;
@@ -241,21 +246,12 @@ std::tuple<at::Tensor, at::Tensor> gated_pair_backward_batched(const at::Tensor&
   return {vmap.wrap(grad_gate, 0), vmap.wrap(grad_up, 0)};
 }
 
-// An out= form under vmap writes a batched out (its batch dimension moved to the front: a view), as the
-// activations' out= forms do.
-at::Tensor out_batch_in_front(const VmapLevel& vmap, const std::string& op, const at::Tensor& out) {
-  TORCH_CHECK(vmap.batched(out), "act.", op,
-              ": vmap cannot write a result that varies over the batch into out=, which does not; pass an out= "
-              "tensor batched like the inputs, or call the op without out=");
-  auto [value, bdim] = vmap.unwrap(out);
-  return value.movedim(*bdim, 0);
-}
-
 template <class Op>
 at::Tensor& gated_merged_out_batched(const at::Tensor& x, at::Tensor& out) {
   const VmapLevel vmap;
   if (!vmap.batched(x) && !vmap.batched(out)) return gated_merged_out_op<Op>().call(x, out);
-  at::Tensor out_front = out_batch_in_front(vmap, schema_name(Op::gated.merged_out), out);
+  const std::string op = "act." + schema_name(Op::gated.merged);
+  at::Tensor out_front = out_batch_in_front(vmap, op + ".out", out, op + "(x)");
   gated_merged_out_op<Op>().call(batch_in_front(vmap, x), out_front);
   return out;
 }
@@ -266,7 +262,8 @@ at::Tensor& gated_pair_out_batched(const at::Tensor& gate, const at::Tensor& up,
   if (!vmap.batched(gate) && !vmap.batched(up) && !vmap.batched(out)) {
     return gated_pair_out_op<Op>().call(gate, up, out);
   }
-  at::Tensor out_front = out_batch_in_front(vmap, schema_name(Op::gated.pair_out), out);
+  const std::string op = "act." + schema_name(Op::gated.pair);
+  at::Tensor out_front = out_batch_in_front(vmap, op + ".out", out, op + "(gate, up)");
   gated_pair_out_op<Op>().call(batch_in_front(vmap, gate), batch_in_front(vmap, up), out_front);
   return out;
 }

@@ -238,7 +238,7 @@ template <typename scalar_t, typename Op, size_t... I>
 void cpu_strided_chunk(const Op& op, const StridedView& view, int64_t begin, int64_t end,
                        std::index_sequence<I...> seq) {
   constexpr int outputs = OutputsOf<Op>::value;
-  constexpr int operands = outputs + Op::arity;
+  constexpr int operands = kOperandsOf<Op>;
   static_assert(outputs == 1 || !IsRandom<Op>::value, "a random op has one output");
   const int64_t cols = view.sizes[0];
   bool unit_rows = true;

@@ -120,9 +120,6 @@ __device__ __forceinline__ auto apply_op(const Op& op, uint32_t bits, const T (&
   }
 }
 
-// Operands of a functor's launch: its outputs, then its inputs.
-template <typename Op>
-constexpr int kOperandsOf = OutputsOf<Op>::value + Op::arity;
 
 struct NoStream {};
 
@@ -142,8 +139,8 @@ __device__ __forceinline__ auto stream_of(const Op& op, bool first_thread) {
 // backward whose output is laid out alike draw the same words, whatever the other operands' layouts.
 template <int VEC, int UNROLL, typename T, typename Op, int D>
 __global__ void __launch_bounds__(kThreads)
-strided_activation_kernel(Op op, Pointers<T, kOperandsOf<Op>> ptr, Rows<kOperandsOf<Op>, D> rows, uint32_t n_packs,
-                          uint32_t n_singles, int64_t index_base) {
+strided_activation_kernel(Op op, Pointers<T, kOperandsOf<Op>> ptr, Rows<kOperandsOf<Op>, D> rows,
+                          uint32_t n_packs, uint32_t n_singles, int64_t index_base) {
   constexpr int arity = Op::arity;
   constexpr int O = OutputsOf<Op>::value;
   constexpr int N = O + arity;

@@ -77,7 +77,7 @@ void make_view(std::initializer_list<Tensor> outputs, std::initializer_list<Tens
 template <template <typename> class F, class Build, class Tensor>
 void run_elementwise(std::initializer_list<Tensor> outputs, std::initializer_list<Tensor> inputs,
                      const ArgsOf<F>& args) {
-  static_assert(OutputsOf<F<float>>::value + F<float>::arity <= kMaxOperands, "a functor's operands fit a view");
+  static_assert(kOperandsOf<F<float>> <= kMaxOperands, "a functor's operands fit a view");
   const Tensor& out = *outputs.begin();
   if (out.numel() == 0) return;
   StridedView view;

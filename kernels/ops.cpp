@@ -171,13 +171,18 @@ void compute_two(const at::Tensor& out0, const at::Tensor& out1, std::initialize
 
 std::string gated_op(const char* schema) { return op_name(schema_name(schema).c_str()); }
 
-// x = [..., 2d]: its gate and up halves along the last dimension.
+// The two halves of t = [..., 2d] along its last dimension (views).
+std::pair<at::Tensor, at::Tensor> halves(const at::Tensor& t) {
+  const int64_t d = t.size(-1) / 2;
+  return {t.narrow(-1, 0, d), t.narrow(-1, d, d)};
+}
+
+// x = [..., 2d]: its gate and up halves.
 std::pair<at::Tensor, at::Tensor> checked_halves(const std::string& op, const at::Tensor& x) {
   check_dtype(op, x, "x");
   TORCH_CHECK(x.dim() >= 1 && x.size(-1) % 2 == 0, op, ": expected x of shape [..., 2d] (the gate and up halves ",
               "along its last dimension), but got ", shape_str(x));
-  const int64_t d = x.size(-1) / 2;
-  return {x.narrow(-1, 0, d), x.narrow(-1, d, d)};
+  return halves(x);
 }
 
 // out may be gate or up itself (each element is read before it is written), not a part of either, as far as ATen
@@ -218,9 +223,8 @@ at::Tensor gated_merged_backward(const at::Tensor& grad_output, const at::Tensor
   const auto [gate, up] = checked_halves(op, x);
   check_matches(op, grad_output, "grad_output", gate, "x[..., :d]");
   at::Tensor grad_x = at::empty_like(x);
-  const int64_t d = gate.size(-1);
-  compute_two<GatedOf<Op>::template Backward>(grad_x.narrow(-1, 0, d), grad_x.narrow(-1, d, d),
-                                              {grad_output, gate, up});
+  const auto [grad_gate, grad_up] = halves(grad_x);
+  compute_two<GatedOf<Op>::template Backward>(grad_gate, grad_up, {grad_output, gate, up});
   return grad_x;
 }
 
