@@ -2,8 +2,11 @@
 # Build, test and benchmark on a GPU machine; full logs go to $OUT (default: device-logs/).
 # Usage: bash scripts/device_check.sh [all|test|sanitize|bench|fusion|snn|gated|compare] [pytest's arguments for test
 #        (default: tests); for compare, the tables to compare (default: mid large strided fusion snn)]
-#   test:     build, SASS check, the whole test suite (without arguments: its >25-dimension tests first, alone,
-#             under a time limit)
+# Wheels in .whl/ (carried: pytest-xdist, execnet, pytest-timeout, liger-kernel; CONTRIBUTING says how) are
+# installed first.
+#   test:     build, SASS check, the test suite (without arguments: its >25-dimension tests first, alone, under a
+#             time limit, then every test but the CPU-only ones, which CI runs; ACT_DEVICE_TESTS=all keeps them),
+#             on 12 workers where pytest-xdist is installed
 #   sanitize: compute-sanitizer memcheck, racecheck and initcheck over scripts/sanitizer_cases.py
 #   bench:    the main job, the benchmark (mid sizes, large sizes, the strided and chunk layouts)
 #   fusion:   the torch.compile fusion benchmark
@@ -21,6 +24,10 @@ case "$stage" in all|test|sanitize|bench|fusion|snn|gated|compare) ;; *) echo "u
 OUT=${OUT:-device-logs}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 export PYTHONUNBUFFERED=1 ACT_EXPECT_CUDA_BUILD=1
+if compgen -G ".whl/*.whl" > /dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/wheels \
+        .whl/*.whl && export PYTHONPATH=/tmp/wheels${PYTHONPATH:+:$PYTHONPATH}
+fi
 
 build() {
     # Sources are copied afresh for every device call, so their times say nothing: compare their contents.
@@ -48,7 +55,11 @@ test_stage() {
          "local loads/stores (LDL/STL): $(grep -cE '\b(LDL|STL)\b' "$sass")" \
          "kernels with a stack frame: $(grep -c 'STACK:[1-9]' "$OUT/res_usage.txt")"
 
-    # Test files or pytest options given after the stage replace the default of the whole suite.
+    # A test stuck past 150 s fails with its traceback instead of taking the call; workers where xdist is there.
+    local options=(-q -rfEs -p no:cacheprovider)
+    python3 -c "import pytest_timeout" 2> /dev/null && options+=(--timeout 150)
+    python3 -c "import xdist" 2> /dev/null && options+=(-n 12)
+    # Test files or pytest options given after the stage replace the default of the suite.
     if [ $# -eq 0 ]; then
         # Views of more dimensions than one launch takes once kept an earlier form of this path busy for
         # minutes on the GPU: they run first, alone, under a time limit, so that a hang cannot take the call.
@@ -57,10 +68,13 @@ test_stage() {
         timeout 240 python3 -m pytest -q -rs -p no:cacheprovider --durations=5 tests/test_layouts.py \
             tests/test_alpha_dropout.py -k "$many_dims" > "$OUT/tests_many_dims.log" 2>&1
         echo "exit $? | $(tail -1 "$OUT/tests_many_dims.log")"
-        set -- -k "not ($many_dims)" tests
+        # CI runs the CPU-only tests; on 12 workers, Inductor's CPU compiles among them outlast 100 s.
+        cpu_only=" and not cpu"
+        [ "${ACT_DEVICE_TESTS:-}" = all ] && cpu_only=""
+        set -- -k "not ($many_dims)$cpu_only" tests
     fi
     echo "== tests"
-    python3 -m pytest -q -rs -p no:cacheprovider "$@" 2>&1 | tee "$OUT/tests.log" | grep -vE "^SKIPPED" | tail -15
+    python3 -m pytest "${options[@]}" "$@" 2>&1 | tee "$OUT/tests.log" | grep -vE "^SKIPPED" | tail -15
 }
 
 sanitize_stage() {
@@ -68,7 +82,7 @@ sanitize_stage() {
     # initcheck leaves host copies unchecked: they read memory that torch's own (uninstrumented) kernels wrote,
     # which it counts as uninitialized, and checking them took it past 150 s; our kernels' reads stay checked.
     for tool in memcheck racecheck initcheck; do
-        options=()
+        local options=()
         [ "$tool" = initcheck ] && options=(--check-api-memory-access no)
         PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${SANITIZER_TIMEOUT:-150}" compute-sanitizer --tool "$tool" \
             "${options[@]}" --kernel-name kns=strided_activation_kernel --error-exitcode 1 \
