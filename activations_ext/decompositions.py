@@ -252,8 +252,8 @@ def silu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is
 def _gelu_decomposes(x: torch.Tensor, dtype: torch.dtype) -> bool:
     """Whether a GELU decomposition applies to storage ``dtype``: generated code matches the kernels' arithmetic
     (double; float for the 16-bit types) within the ulp bounds on CUDA (libdevice's erfc and exp against CUDA's), but
-    not on the CPU (Sleef's, called only in vector loops), nor in float64, whose kernels carry the arguments to twice
-    double's precision."""
+    not on the CPU (``erfc_host``'s fitted forms, and Sleef's erfc in float64, which generated code does not call), nor
+    in float64, whose kernels carry the arguments to twice double's precision."""
     return x.device.type == "cuda" and dtype != torch.float64
 
 
