@@ -213,21 +213,13 @@ inline double erfc_host(double z) {
 
 // exp (of w <= 0) and erfc in double for float32 results: on the CPU the inline forms above, which vectorize; on
 // the GPU CUDA's.
-C10_HOST_DEVICE inline double exp_nonpositive_for_float32(double w) {
 #ifdef __CUDA_ARCH__
-  return exp_of(w);
+__device__ inline double exp_nonpositive_for_float32(double w) { return exp_of(w); }
+__device__ inline double erfc_for_float32(double z) { return erfc_of(z); }
 #else
-  return exp_nonpositive_host(w);
+inline double exp_nonpositive_for_float32(double w) { return exp_nonpositive_host(w); }
+inline double erfc_for_float32(double z) { return erfc_host(z); }
 #endif
-}
-
-C10_HOST_DEVICE inline double erfc_for_float32(double z) {
-#ifdef __CUDA_ARCH__
-  return erfc_of(z);
-#else
-  return erfc_host(z);
-#endif
-}
 
 #ifdef __CUDA_ARCH__
 // The hardware exp2 with subnormal results flushed to zero: where the callers below meet them, their
