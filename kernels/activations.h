@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include <array>
 #include <cstring>
 #include <type_traits>
 
@@ -153,7 +154,17 @@ struct ExpArithmetic<double> {
   static constexpr int kDegree = 8, kBias = 1023, kMantissaBits = 52;
 };
 
-constexpr int64_t factorial(int n) { return n <= 1 ? 1 : n * factorial(n - 1); }
+// 1 / n! for n <= N, rounded to T at compile time (as the literal 1.f / 6 is).
+template <typename T, int N>
+constexpr std::array<T, N + 1> inverse_factorials() {
+  std::array<T, N + 1> c{};
+  int64_t factorial = 1;
+  for (int n = 0; n <= N; ++n) {
+    factorial *= n > 1 ? n : 1;
+    c[n] = T(1) / T(factorial);
+  }
+  return c;
+}
 
 // exp(x) for x <= 0 on the CPU, in arithmetic the compiler vectorizes (a call to expf keeps the loop scalar): float
 // for float and 16-bit results (twice the lanes of double; no cancellation to guard against, unlike expm1), double
@@ -168,8 +179,9 @@ inline T exp_nonpositive_host(T x_in) {
   const T k = (x * A::kLog2e + A::kRound) - A::kRound;  // adding kRound rounds to an integer
   const T r = (x - k * A::kLn2Hi) - k * A::kLn2Lo;
   // 1 + (r + r^2 (1/2 + r (1/6 + ...))): the one rounding that matters is the last.
-  T series = T(1) / T(factorial(A::kDegree));
-  for (int n = A::kDegree - 1; n >= 2; --n) series = T(1) / T(factorial(n)) + r * series;
+  constexpr std::array<T, A::kDegree + 1> c = inverse_factorials<T, A::kDegree>();
+  T series = c[A::kDegree];
+  for (int n = A::kDegree - 1; n >= 2; --n) series = c[n] + r * series;
   const T p = T(1) + (r + r * r * series);
   const T k_normal = k < A::kLowestNormalScale ? A::kLowestNormalScale : k;  // 2^k_normal, 2^(k - k_normal) normal
   const T two_k_normal = bits_as<T>(typename A::Bits(int32_t(k_normal) + A::kBias) << A::kMantissaBits);
