@@ -197,8 +197,8 @@ inline float erfc_host(float z) {
   const float a = fabsf(z);
   const float t = 1.f / (1.f + 0.5f * a);
   constexpr float kCoefficients[] = {0.22879079f, -0.70919234f, 0.47449490f, 0.25444227f, 1.01801378f, -1.26654178f};
-  float p = kCoefficients[0];
-  for (int i = 1; i < 6; ++i) p = p * t + kCoefficients[i];
+  float p = 0.f;
+  for (const float c : kCoefficients) p = p * t + c;
   const float tail = t * exp_nonpositive_host(p - a * a);
   return z >= 0.f ? tail : 2.f - tail;
 }
@@ -216,8 +216,8 @@ inline double erfc_host(double z) {
       -0.025157908959034078, 0.14367080035696758, -0.31115763918780098, 0.25770721455786455,  0.073078175298598946,
       -0.23067288195436972,  0.061508810764468777, -0.049278210240139939, 0.094444760014485471, 0.1746931337938761,
       0.24698149304769285,   0.28208730350325883,  0.282094948654663};
-  double q = kCoefficients[0];
-  for (int i = 1; i < 13; ++i) q = q * t + kCoefficients[i];
+  double q = 0;
+  for (const double c : kCoefficients) q = q * t + c;
   const double tail = t * exp_nonpositive_host(-a * a) * q;
   return z >= 0 ? tail : 2 - tail;
 }
