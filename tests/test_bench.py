@@ -97,6 +97,7 @@ def test_plot_writes_a_png(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.cpu_only
 def test_fusion_report_counts_kernels_and_times_every_variant():
     import fusion
 

@@ -182,6 +182,7 @@ def worker(rank: int, port: int) -> None:
     os._exit(0)
 
 
+@pytest.mark.cpu_only
 def test_ops_on_dtensor_two_gloo_ranks():
     context = mp.start_processes(worker, args=(free_port(),), nprocs=WORLD, join=False, start_method="spawn")
     deadline = time.monotonic() + TIMEOUT_S

@@ -10,6 +10,7 @@ import pytest
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "gated_mlp.py"
 
 
+@pytest.mark.cpu_only
 @pytest.mark.parametrize("argv", [["--activation", "silu"], ["--activation", "gelu", "--compile"]])
 def test_gated_mlp_example_matches_torch_and_learns(argv):
     result = subprocess.run(
