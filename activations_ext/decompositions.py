@@ -268,12 +268,31 @@ def _gelu_exp(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return torch.exp(x) if x.dtype == torch.float64 else _exp_nonpositive(x, dtype)
 
 
+def _libdevice_erfc(z: torch.Tensor) -> torch.Tensor:
+    """erfc as generated code calls it (libdevice's; in float it flushes subnormal results to zero there)."""
+    return torch.special.erfc(z)
+
+
+def _gelu_erfc(z: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """erfc(z) as the GELU kernels take it (CUDA's erfc, erfcf keeping subnormal results). In float, from z = 9 on
+    (x below -12.7, where erfcf nears float's subnormals, which generated code's flushes), exp(-z^2) / (z sqrt(pi))
+    times erfc's asymptotic series to 1/z^8 (truncation below 1e-8 there), the exp kept subnormal as the kernels'."""
+    if z.dtype == torch.float64:
+        return _libdevice_erfc(z)
+    tail = z > 9.0
+    zt = torch.where(tail, z, 9.0)
+    w = 1 / (zt * zt)
+    series = 1 + w * (-0.5 + w * (0.75 + w * (-1.875 + w * 6.5625)))
+    asymptotic = _exp_nonpositive(-(zt * zt), dtype) * (series / (zt * math.sqrt(math.pi)))
+    return torch.where(tail, asymptotic, _libdevice_erfc(z))
+
+
 def _gelu_value(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
     """GELU, ``x erfc(-x / sqrt 2) / 2`` (CUDA, float32 and 16-bit; else None)."""
     if not _gelu_decomposes(x, dtype):
         return None
     xm = _gelu_math(x, dtype)
-    return xm * (0.5 * torch.special.erfc(-xm * SQRT_HALF))
+    return xm * (0.5 * _gelu_erfc(-xm * SQRT_HALF, dtype))
 
 
 def _gelu_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
@@ -282,7 +301,7 @@ def _gelu_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype) -> t
         return None
     xm = _gelu_math(x, dtype)
     exp_half_square = _gelu_exp(-0.5 * (xm * xm), dtype)
-    cdf = 0.5 * torch.special.erfc(-xm * SQRT_HALF)
+    cdf = 0.5 * _gelu_erfc(-xm * SQRT_HALF, dtype)
     return grad.to(xm.dtype) * (cdf + xm * exp_half_square * (1 / math.sqrt(2 * math.pi)))
 
 
@@ -392,11 +411,18 @@ def _gated_decompositions(gated_ops: object, value: Value, gradient: Gradient) -
         return pair(*_halves(x))
 
     def merged_backward(grad_output: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        grads = pair_backward(grad_output, *_halves(x))
+        # Over x viewed as [..., 2, d], each half's gradient where its row is, by a where, not a cat: Inductor stores
+        # a cat's inputs first once their arithmetic passes its size threshold (SiLU's and GELU's do), a second
+        # kernel; a where of one shape stays one.
+        halves = x.unflatten(-1, (2, x.shape[-1] // 2))
+        gate, up = halves[..., :1, :].expand(halves.shape), halves[..., 1:, :].expand(halves.shape)
+        grads = pair_backward(grad_output.unsqueeze(-2).expand(halves.shape), gate, up)
         if grads is NotImplemented:
             return NotImplemented
+        is_gate_row = torch.arange(2, device=x.device).unsqueeze(-1) == 0
+        merged_grads = torch.where(is_gate_row, *grads).flatten(-2)
         # Laid out as the kernel lays it out, as x where x is dense (empty_like).
-        return torch.ops.aten.copy.default(torch.empty_like(x), torch.cat(grads, dim=-1))
+        return torch.ops.aten.copy.default(torch.empty_like(x), merged_grads)
 
     return {
         gated_ops.merged: merged,

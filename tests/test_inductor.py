@@ -170,14 +170,29 @@ def test_decompositions_equal_the_cpu_kernels_run_eagerly():
         assert getattr(decompositions, f"{name}_backward")(ones, ones) is NotImplemented
 
 
-@pytest.mark.parametrize("name", ["gelu", "gelu_tanh"])
-def test_gelu_decompositions_meet_the_kernels_bounds(monkeypatch, name):
-    """The CUDA decompositions of GELU, evaluated on the CPU (where they would otherwise stay calls): within the
-    kernels' ulp bounds of the float64 references over the whole range (and every value of the 16-bit types, where
-    bfloat16's x^3 overflows float), forward and gradient, NaN where the references have it."""
-    from test_hardening import every_16_bit_value
+def decompose_gelu_as_on_cuda(monkeypatch) -> None:
+    """The GELU decompositions on the CPU as on CUDA, with libdevice's float erfc as generated code runs it: results
+    below float's smallest normal flushed to zero."""
+
+    def flushed_erfc(z: torch.Tensor) -> torch.Tensor:
+        result = torch.special.erfc(z)
+        if z.dtype == torch.float32:
+            result = torch.where(result.abs() < torch.finfo(torch.float32).tiny, 0.0, result)
+        return result
 
     monkeypatch.setattr(decompositions, "_gelu_decomposes", lambda x, dtype: dtype != torch.float64)
+    monkeypatch.setattr(decompositions, "_libdevice_erfc", flushed_erfc)
+
+
+@pytest.mark.parametrize("name", ["gelu", "gelu_tanh"])
+def test_gelu_decompositions_meet_the_kernels_bounds(monkeypatch, name):
+    """The CUDA decompositions of GELU, evaluated on the CPU (where they would otherwise stay calls) with erfc as
+    generated code runs it: within the kernels' ulp bounds of the float64 references over the whole range (and every
+    value of the 16-bit types, where bfloat16's x^3 overflows float), forward and gradient, NaN where the references
+    have it."""
+    from test_hardening import every_16_bit_value
+
+    decompose_gelu_as_on_cuda(monkeypatch)
     a = ACTIVATIONS[name]
     (form,) = a.gradients
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
@@ -252,7 +267,7 @@ def test_compiled_gated_ops_keep_the_kernels_layouts(device, name):
 @pytest.mark.parametrize("name", ["gelu_and_mul", "gelu_tanh_and_mul"])
 def test_gated_gelu_decompositions_meet_the_kernels_bounds(monkeypatch, name):
     """The CUDA decompositions of the gated GELUs, evaluated on the CPU: within the kernels' bounds of float64."""
-    monkeypatch.setattr(decompositions, "_gelu_decomposes", lambda x, dtype: dtype != torch.float64)
+    decompose_gelu_as_on_cuda(monkeypatch)
     gated = GATED[name]
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         gate = whole_range_inputs().to(dtype).unique()
