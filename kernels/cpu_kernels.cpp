@@ -171,6 +171,27 @@ void run_row(Op op, RowOutputs<scalar_t, Op> out, std::array<const scalar_t*, si
   });
 }
 
+// A row whose outputs step by 1 and whose inputs step by 1 or 0 (an expanded operand, as the gradient autograd
+// passes back from a sum): each zero-step input repeated into a block, so that the row runs the unit-step loop,
+// which vectorizes (element by element, relu_backward with an expanded gradient ran 20x slower than torch's).
+template <typename scalar_t, typename Op, size_t... I>
+void repeated_input_row(Op op, RowOutputs<scalar_t, Op> out, std::array<const scalar_t*, sizeof...(I)> in,
+                        const std::array<int64_t, OutputsOf<Op>::value + sizeof...(I)>& step, int64_t n,
+                        std::index_sequence<I...> seq) {
+  constexpr int O = OutputsOf<Op>::value;
+  constexpr int64_t kBlock = 512;
+  alignas(64) scalar_t repeated[sizeof...(I)][kBlock];
+  for (size_t k = 0; k < sizeof...(I); ++k) {
+    if (step[O + k] == 0) std::fill_n(repeated[k], std::min(n, kBlock), *in[k]);
+  }
+  for (int64_t start = 0; start < n; start += kBlock) {
+    RowOutputs<scalar_t, Op> block_out;
+    for (int o = 0; o < O; ++o) block_out[o] = out[o] + start;
+    run_row(op, block_out, {(step[O + I] == 0 ? repeated[I] : in[I] + start)...},
+            std::array<UnitStride, O + sizeof...(I)>{}, NoWords{}, std::min(kBlock, n - start), seq);
+  }
+}
+
 // The words of Philox blocks first .. first + n - 1, four a block, into `words`: independent blocks, a loop
 // each level's copy vectorizes.
 void run_philox_blocks(const PhiloxStream& stream, uint64_t first, int64_t n, uint32_t* words) {
@@ -241,8 +262,11 @@ void cpu_strided_chunk(const Op& op, const StridedView& view, int64_t begin, int
   constexpr int operands = kOperandsOf<Op>;
   static_assert(outputs == 1 || !IsRandom<Op>::value, "a random op has one output");
   const int64_t cols = view.sizes[0];
-  bool unit_rows = true;
-  for (int k = 0; k < operands; ++k) unit_rows &= view.strides[k][0] == 1;
+  bool unit_rows = true, repeated_inputs = true;
+  for (int k = 0; k < operands; ++k) {
+    unit_rows &= view.strides[k][0] == 1;
+    repeated_inputs &= view.strides[k][0] == 1 || (k >= outputs && view.strides[k][0] == 0);
+  }
   int64_t index[kMaxDims] = {};
   int64_t offset[operands] = {};  // of the current row's first element, in elements
   int64_t row = begin / cols;
@@ -271,6 +295,8 @@ void cpu_strided_chunk(const Op& op, const StridedView& view, int64_t begin, int
       }
     } else if (unit_rows) {
       run_row(op, out, in, std::array<UnitStride, operands>{}, NoWords{}, n, seq);
+    } else if (repeated_inputs) {
+      repeated_input_row(op, out, in, step, n, seq);
     } else {
       run_row(op, out, in, step, NoWords{}, n, seq);
     }
