@@ -93,21 +93,71 @@ def _expm1_times_float_arithmetic(coef: float, x: torch.Tensor) -> torch.Tensor:
     return torch.where(x > -(2.0**-90), coef_hi * x, result)
 
 
-def _exp_float_arithmetic(x: torch.Tensor) -> torch.Tensor:
-    """The CPU kernel's exp for float x <= 0 (``exp_nonpositive_host``), step for step in float32: x = k ln2 + r,
-    1 + (r + r^2 (...)) by the Taylor series to r^7, times 2^k in two exact steps."""
-    round_shift = float.fromhex("0x1.8p23")
-    x = torch.where(x > 0, 0.0, torch.where(x < -104.0, -104.0, x))
-    k = (x * float.fromhex("0x1.715476p+0") + round_shift) - round_shift
-    r = (x - k * float.fromhex("0x1.62e4p-1")) - k * float.fromhex("0x1.7f7d1cp-20")
-    u = torch.full_like(r, _to_float32(1 / 5040))
-    for n in range(6, 1, -1):  # Horner: 1/2! + r * (1/3! + ... + r * (1/7!))
-        u = _to_float32(1 / math.factorial(n)) + r * u
+# exp_nonpositive_host's constants per arithmetic (ExpArithmetic in kernels/activations.h): its range, the scale
+# below which 2^k takes two steps, log2(e), ln2 in two parts, the Taylor series' degree, and 2^k's bits.
+_EXP_ARITHMETIC = {
+    torch.float32: (-104.0, -100.0, "0x1.715476p+0", "0x1.62e4p-1", "0x1.7f7d1cp-20", 7, 127, 23),
+    torch.float64: (-746.0, -1e3, "0x1.71547652b82fep0", "0x1.62e42fee00000p-1", "0x1.a39ef35793c76p-33", 8, 1023, 52),
+}
+
+
+def _exp_arithmetic(x: torch.Tensor) -> torch.Tensor:
+    """The CPU kernels' exp for x <= 0 in x's arithmetic, float or double (``exp_nonpositive_host``), step for step:
+    x = k ln2 + r, 1 + (r + r^2 (...)) by the Taylor series, times 2^k in two exact steps."""
+    lowest, lowest_scale, *hex_constants, degree, bias, mantissa = _EXP_ARITHMETIC[x.dtype]
+    log2e, ln2_hi, ln2_lo = map(float.fromhex, hex_constants)
+    bits = torch.int32 if x.dtype == torch.float32 else torch.int64
+    round_shift = 1.5 * 2.0 ** (mantissa)
+    x = torch.where(x > 0, 0.0, torch.where(x < lowest, lowest, x))
+    k = (x * log2e + round_shift) - round_shift
+    r = (x - k * ln2_hi) - k * ln2_lo
+    inverse_factorial = [1 / math.factorial(n) for n in range(degree + 1)]
+    if x.dtype == torch.float32:
+        inverse_factorial = [_to_float32(c) for c in inverse_factorial]
+    u = torch.full_like(r, inverse_factorial[degree])
+    for n in range(degree - 1, 1, -1):  # Horner: 1/2! + r * (1/3! + ... + r * (1/degree!))
+        u = inverse_factorial[n] + r * u
     p = 1.0 + (r + r * r * u)
-    k_normal = torch.where(k < -100.0, -100.0, k)
-    two_k_normal = ((k_normal.to(torch.int32) + 127) << 23).view(torch.float32)
-    two_k_rest = (((k - k_normal).to(torch.int32) + 127) << 23).view(torch.float32)
+    k_normal = torch.where(k < lowest_scale, lowest_scale, k)
+    two_k_normal = ((k_normal.to(bits) + bias) << mantissa).view(x.dtype)
+    two_k_rest = (((k - k_normal).to(bits) + bias) << mantissa).view(x.dtype)
     return p * two_k_normal * two_k_rest
+
+
+# erfc_host's coefficients (kernels/activations.h), highest power of t first: float's P (erfc = t exp(P(t) - z^2)),
+# double's Q (erfc = t exp(-z^2) Q(t)).
+_ERFC_FLOAT_P = (0.22879079, -0.70919234, 0.47449490, 0.25444227, 1.01801378, -1.26654178)
+_ERFC_DOUBLE_Q = (
+    -0.025157908959034078,
+    0.14367080035696758,
+    -0.31115763918780098,
+    0.25770721455786455,
+    0.073078175298598946,
+    -0.23067288195436972,
+    0.061508810764468777,
+    -0.049278210240139939,
+    0.094444760014485471,
+    0.1746931337938761,
+    0.24698149304769285,
+    0.28208730350325883,
+    0.282094948654663,
+)
+
+
+def _erfc_arithmetic(z: torch.Tensor) -> torch.Tensor:
+    """The CPU kernels' erfc in z's arithmetic (``erfc_host``), step for step: t = 1 / (1 + |z| / 2), then in float
+    t exp(P(t) - z^2), in double t exp(-z^2) Q(t); 2 - erfc(-z) for z < 0."""
+    a = z.abs()
+    t = 1.0 / (1.0 + 0.5 * a)
+    coefficients = _ERFC_DOUBLE_Q if z.dtype == torch.float64 else [_to_float32(c) for c in _ERFC_FLOAT_P]
+    poly = torch.zeros_like(t)
+    for c in coefficients:
+        poly = poly * t + c
+    if z.dtype == torch.float64:
+        tail = t * _exp_arithmetic(-a * a) * poly
+    else:
+        tail = t * _exp_arithmetic(poly - a * a)
+    return torch.where(z >= 0, tail, 2.0 - tail)
 
 
 def _selu_negative(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
@@ -135,7 +185,7 @@ def _exp_nonpositive(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None
             return torch.where(t < -126.0, torch.exp2(t + 64.0) * 2.0**-64, torch.exp2(t))
         return torch.exp(x)  # libdevice's exp against CUDA's: within the ulp bounds, not always the same bits
     if x.device.type == "cpu" and x.dtype == torch.float32:
-        return _exp_float_arithmetic(x)
+        return _exp_arithmetic(x)
     return None  # double on the CPU calls Sleef's exp, which generated code calls only in its vector loops
 
 
@@ -250,11 +300,19 @@ def silu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is
 
 
 def _gelu_decomposes(x: torch.Tensor, dtype: torch.dtype) -> bool:
-    """Whether a GELU decomposition applies to storage ``dtype``: generated code matches the kernels' arithmetic
-    (double; float for the 16-bit types) within the ulp bounds on CUDA (libdevice's erfc and exp against CUDA's), but
-    not on the CPU (``erfc_host``'s fitted forms, and Sleef's erfc in float64, which generated code does not call), nor
-    in float64, whose kernels carry the arguments to twice double's precision."""
-    return x.device.type == "cuda" and dtype != torch.float64
+    """Whether a GELU decomposition applies to storage ``dtype`` (not float64, whose kernels carry the arguments to
+    twice double's precision). On CUDA generated code matches the kernels' arithmetic (double; float for the 16-bit
+    types) within the ulp bounds (libdevice's erfc and exp against CUDA's); on the CPU erf-GELU repeats the kernels'
+    erfc and exp step for step, while gelu_tanh's float32 kernel takes Sleef's exp there, which generated code does
+    not call."""
+    if dtype == torch.float64:
+        return False
+    return x.device.type == "cuda" or (x.device.type == "cpu" and dtype.itemsize == 2)
+
+
+def _erf_gelu_decomposes(x: torch.Tensor, dtype: torch.dtype) -> bool:
+    """Whether erf-GELU's decomposition applies: as any GELU's, and on the CPU in float32 too."""
+    return _gelu_decomposes(x, dtype) or (x.device.type == "cpu" and dtype == torch.float32)
 
 
 def _gelu_math(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -263,8 +321,11 @@ def _gelu_math(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def _gelu_exp(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """exp of ``x`` <= 0 as the GELU kernels take it: in float (the 16-bit types) the kernels' float exp
-    (``exp_nonpositive``), in double libdevice's against CUDA's, within the ulp bounds."""
+    """exp of ``x`` <= 0 as the GELU kernels take it: on the CPU ``exp_nonpositive_host`` in x's arithmetic; on CUDA
+    in float (the 16-bit types) the kernels' float exp (``exp_nonpositive``), in double libdevice's against CUDA's,
+    within the ulp bounds."""
+    if x.device.type == "cpu":
+        return _exp_arithmetic(x)
     return torch.exp(x) if x.dtype == torch.float64 else _exp_nonpositive(x, dtype)
 
 
@@ -274,9 +335,12 @@ def _libdevice_erfc(z: torch.Tensor) -> torch.Tensor:
 
 
 def _gelu_erfc(z: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """erfc(z) as the GELU kernels take it (CUDA's erfc, erfcf keeping subnormal results). In float, from z = 9 on
-    (x below -12.7, where erfcf nears float's subnormals, which generated code's flushes), exp(-z^2) / (z sqrt(pi))
-    times erfc's asymptotic series to 1/z^8 (truncation below 1e-8 there), the exp kept subnormal as the kernels'."""
+    """erfc(z) as the GELU kernels take it: on the CPU ``erfc_host`` step for step; on CUDA CUDA's erfc, erfcf keeping
+    subnormal results. There in float, from z = 9 on (x below -12.7, where erfcf nears float's subnormals, which
+    generated code's flushes), exp(-z^2) / (z sqrt(pi)) times erfc's asymptotic series to 1/z^8 (truncation below
+    1e-8 there), the exp kept subnormal as the kernels'."""
+    if z.device.type == "cpu":
+        return _erfc_arithmetic(z)
     if z.dtype == torch.float64:
         return _libdevice_erfc(z)
     tail = z > 9.0
@@ -288,16 +352,16 @@ def _gelu_erfc(z: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def _gelu_value(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
-    """GELU, ``x erfc(-x / sqrt 2) / 2`` (CUDA, float32 and 16-bit; else None)."""
-    if not _gelu_decomposes(x, dtype):
+    """GELU, ``x erfc(-x / sqrt 2) / 2`` (CUDA and CPU, float32 and 16-bit; else None)."""
+    if not _erf_gelu_decomposes(x, dtype):
         return None
     xm = _gelu_math(x, dtype)
     return xm * (0.5 * _gelu_erfc(-xm * SQRT_HALF, dtype))
 
 
 def _gelu_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
-    """``grad (Phi(x) + x phi(x))`` (CUDA, float32 and 16-bit; else None)."""
-    if not _gelu_decomposes(x, dtype):
+    """``grad (Phi(x) + x phi(x))`` (CUDA and CPU, float32 and 16-bit; else None)."""
+    if not _erf_gelu_decomposes(x, dtype):
         return None
     xm = _gelu_math(x, dtype)
     exp_half_square = _gelu_exp(-0.5 * (xm * xm), dtype)
