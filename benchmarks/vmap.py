@@ -14,7 +14,7 @@ import activations_ext  # noqa: F401  (registers the ops)
 from activations_ext.catalog import ACTIVATIONS, GATED
 from activations_ext.timing import median_seconds
 
-Case = tuple[Callable[[], object], Callable[[], object], Callable[[], object]]
+Case = tuple[Callable[[], object], Callable[[], object], Callable[[], object] | None]  # None: torch has no such op
 
 
 def activation_cases(name: str, x: torch.Tensor, g: torch.Tensor) -> dict[str, Case]:
@@ -25,7 +25,7 @@ def activation_cases(name: str, x: torch.Tensor, g: torch.Tensor) -> dict[str, C
     leaf = x.detach().requires_grad_()
     return {
         name: (lambda: op(x), lambda: vmap(op)(x), lambda: vmap(a.torch_forward)(x)),
-        a.ops.names[1]: (lambda: inplace(x.clone()), lambda: vmap(inplace)(x.clone()), lambda: x.clone()),
+        a.ops.names[1]: (lambda: inplace(x.clone()), lambda: vmap(inplace)(x.clone()), None),
         a.ops.names[3]: (
             lambda: backward(g, x, is_result=False),
             lambda: vmap(lambda u, v: backward(u, v, is_result=False))(g, x),
@@ -50,7 +50,7 @@ def gated_cases(name: str, x: torch.Tensor, g: torch.Tensor) -> dict[str, Case]:
 
     return {
         name: (lambda: merged(x), lambda: vmap(merged)(x), lambda: vmap(torch_merged)(x)),
-        gated.ops.names[2]: (lambda: backward(half, x), lambda: vmap(backward)(half, x), lambda: x.clone()),
+        gated.ops.names[2]: (lambda: backward(half, x), lambda: vmap(backward)(half, x), None),
     }
 
 
@@ -85,11 +85,11 @@ def main() -> None:
         cases |= gated_cases(name, x, g)
     cases |= dropout_cases(x)
     print(f"vmap over a {args.batch} x {args.features} float32 batch on {args.device} (median, microseconds)")
-    print("(in-place and the gated backward have no torch op to vmap: that column is a copy of the batch)")
     print(f"{'case':34} {'unbatched':>10} {'vmap':>10} {'vmap torch':>11} {'vmap/unbatched':>15} {'torch/ours':>11}")
     for case, fns in cases.items():
-        t = [median_seconds(f, torch.device(args.device), reps=51) * 1e6 for f in fns]
-        print(f"{case:34} {t[0]:10.1f} {t[1]:10.1f} {t[2]:11.1f} {t[1] / t[0]:15.2f} {t[2] / t[1]:11.2f}")
+        t = [median_seconds(f, torch.device(args.device), reps=51) * 1e6 if f else None for f in fns]
+        torch_time, torch_ratio = (f"{t[2]:.1f}", f"{t[2] / t[1]:.2f}") if t[2] else ("-", "-")
+        print(f"{case:34} {t[0]:10.1f} {t[1]:10.1f} {torch_time:>11} {t[1] / t[0]:15.2f} {torch_ratio:>11}")
 
 
 if __name__ == "__main__":

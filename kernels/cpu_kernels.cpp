@@ -173,13 +173,13 @@ void run_row(Op op, RowOutputs<scalar_t, Op> out, std::array<const scalar_t*, si
 
 // A row whose outputs step by 1 and whose inputs step by 1 or 0 (an expanded operand, as the gradient autograd
 // passes back from a sum): each zero-step input repeated into a block, so that the row runs the unit-step loop,
-// which vectorizes (element by element, relu_backward with an expanded gradient ran 20x slower than torch's).
+// which vectorizes (element by element, relu_backward with a summed gradient ran 29x slower than torch's).
 template <typename scalar_t, typename Op, size_t... I>
 void repeated_input_row(Op op, RowOutputs<scalar_t, Op> out, std::array<const scalar_t*, sizeof...(I)> in,
                         const std::array<int64_t, OutputsOf<Op>::value + sizeof...(I)>& step, int64_t n,
                         std::index_sequence<I...> seq) {
   constexpr int O = OutputsOf<Op>::value;
-  constexpr int64_t kBlock = 512;
+  constexpr int64_t kBlock = 512;  // elements a repeated input holds on the stack
   alignas(64) scalar_t repeated[sizeof...(I)][kBlock];
   for (size_t k = 0; k < sizeof...(I); ++k) {
     if (step[O + k] == 0) std::fill_n(repeated[k], std::min(n, kBlock), *in[k]);

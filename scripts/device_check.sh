@@ -132,14 +132,18 @@ gated_stage() {
     python3 examples/gated_mlp.py --device cuda --dtype bfloat16 --compile --check 2>&1 | tail -4
 }
 
-# One benchmark table, as the stages above run it, its rows as JSON to $2. With $3 = reference, the reference build's
-# own benchmark modules run it (from /tmp, so that the repository root does not shadow the reference package), on
-# the ops it has.
+# One benchmark table, as the stages above run it, its rows as JSON to $2, on the ops a reference before SiLU has.
+# With $3 = reference, the reference's own benchmarks run it (its benchmarks/, or before they moved there its
+# package's modules), from /tmp, so that the repository root does not shadow the reference package.
 bench_table() (
     bench=(python3 benchmarks/bench.py) fusion=(python3 benchmarks/fusion.py)
     json=$(realpath -m "$2")
     if [ "${3:-}" = reference ]; then
-        bench=(python3 -m activations_ext.bench) fusion=(python3 -m activations_ext.bench_fusion)
+        if [ -f .reference/benchmarks/bench.py ]; then
+            bench=(python3 "$PWD/.reference/benchmarks/bench.py") fusion=(python3 "$PWD/.reference/benchmarks/fusion.py")
+        else
+            bench=(python3 -m activations_ext.bench) fusion=(python3 -m activations_ext.bench_fusion)
+        fi
         cd /tmp || exit 1
     fi
     mid_ops=(selu relu selu_ relu_ selu.out relu.out selu_backward relu_backward)
@@ -184,6 +188,7 @@ if [ "$stage" = compare ]; then
     [ -d .reference ] || { echo "no .reference/: git archive REV | tar x -C .reference, and carry it"; exit 2; }
     build_reference &
     reference_build=$!
+    trap 'kill "$reference_build" 2> /dev/null' EXIT  # a failed build of this tree leaves no build behind it
 fi
 build
 case "$stage" in

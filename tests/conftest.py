@@ -110,6 +110,8 @@ def make_layout(layout: str, dtype: torch.dtype, device: str) -> torch.Tensor:
         return random_data((3, 5, 7, 11), dtype, device).to(memory_format=torch.channels_last)
     if layout == "expanded":
         return random_data((1, 129), dtype, device).expand(37, 129)
+    if layout == "row_values":  # stride 0 along each row, a value of its own per row (.sum(-1)'s gradient)
+        return random_data((37, 1), dtype, device).expand(37, 129)
     # Rows of contiguous elements with a row stride (the CUDA launcher's packed rows): each row at one
     # 16-byte phase in every dtype; the second half of a chunk, and a narrow that leaves a head and a tail.
     if layout == "chunk":
@@ -128,7 +130,8 @@ def make_layout(layout: str, dtype: torch.dtype, device: str) -> torch.Tensor:
 
 
 STRIDED_LAYOUTS = ["strided", "chunk", "narrow", "chunk_unaligned", "odd_strides", "permuted", "channels_last_slice"]
-LAYOUTS = ["contiguous", "scalar", "empty", "transposed", "offset", "channels_last", "expanded", *STRIDED_LAYOUTS]
+LAYOUTS = ["contiguous", "scalar", "empty", "transposed", "offset", "channels_last", "expanded", "row_values"]
+LAYOUTS += STRIDED_LAYOUTS
 
 
 def inside_guarded_storage(x: torch.Tensor, guard: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
