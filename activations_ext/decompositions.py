@@ -28,6 +28,11 @@ _NEG_COEF = {
 _FLOAT32_EXPM1_IS_X = 2.0**-25
 
 
+def _kernels_of(x: torch.Tensor) -> str:
+    """The device whose kernels a formulation repeats: x's ("cpu" or "cuda"; tests take CUDA's on the CPU)."""
+    return x.device.type
+
+
 def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
     """The kernels' acc_t for the arithmetic ops: double for double, float otherwise."""
     return torch.float64 if dtype == torch.float64 else torch.float32
@@ -165,11 +170,11 @@ def _selu_negative(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
     kernel for storage ``dtype`` on ``x``'s device computes it, or None where no aten formulation rounds the same
     way."""
     coef = _NEG_COEF[x.dtype]
-    if x.device.type == "cuda":
+    if _kernels_of(x) == "cuda":
         if dtype.itemsize == 2:
             return _expm1_from_exp2(x) * coef
         return (_expm1_libdevice_float32(x) if dtype == torch.float32 else torch.expm1(x)) * coef
-    if x.device.type == "cpu" and dtype != torch.float64:
+    if _kernels_of(x) == "cpu" and dtype != torch.float64:
         return _expm1_times_float_arithmetic(SELU_ALPHA * SELU_SCALE, x)
     return None  # float64 on the CPU calls libm's expm1, which generated code does not
 
@@ -177,14 +182,14 @@ def _selu_negative(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
 def _exp_nonpositive(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
     """exp of ``x`` (float or double; only x <= 0 is used) as the kernel for storage ``dtype`` computes it
     (``exp_nonpositive`` in kernels/activations.h), or None where no aten formulation rounds the same way."""
-    if x.device.type == "cuda":
+    if _kernels_of(x) == "cuda":
         if dtype.itemsize == 2:
             # The kernel's __expf is the hardware exp2 of x log2(e), subnormal results kept; generated code's exp2
             # flushes them, so below 2^-126 it takes exp2(t + 64) * 2^-64 (exact scalings).
             t = x * _to_float32(1.4426950408889634)
             return torch.where(t < -126.0, torch.exp2(t + 64.0) * 2.0**-64, torch.exp2(t))
         return torch.exp(x)  # libdevice's exp against CUDA's: within the ulp bounds, not always the same bits
-    if x.device.type == "cpu" and x.dtype == torch.float32:
+    if _kernels_of(x) == "cpu" and x.dtype == torch.float32:
         return _exp_arithmetic(x)
     return None  # double on the CPU calls Sleef's exp, which generated code calls only in its vector loops
 
@@ -221,7 +226,7 @@ def selu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is
 
 def _relu_value(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """ReLU: NaN passes; -0.0 stays -0.0 on the CPU and becomes +0.0 on CUDA, each as torch.relu does there."""
-    zero = x <= 0 if x.device.type == "cuda" else x < 0
+    zero = x <= 0 if _kernels_of(x) == "cuda" else x < 0
     return torch.where(zero, 0.0, x)
 
 
@@ -261,7 +266,7 @@ def _silu_value(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
     sigmoid's terms."""
     xm = x.to(_silu_math_dtype(dtype))
     if xm.dtype == torch.float64:
-        return None if x.device.type == "cpu" else xm / (1 + torch.exp(-xm))
+        return None if _kernels_of(x) == "cpu" else xm / (1 + torch.exp(-xm))
     denominator, sigmoid_numerator, _ = _sigmoid_terms(xm, dtype)
     return xm * sigmoid_numerator / denominator
 
@@ -307,12 +312,12 @@ def _gelu_decomposes(x: torch.Tensor, dtype: torch.dtype) -> bool:
     not call."""
     if dtype == torch.float64:
         return False
-    return x.device.type == "cuda" or (x.device.type == "cpu" and dtype.itemsize == 2)
+    return _kernels_of(x) == "cuda" or (_kernels_of(x) == "cpu" and dtype.itemsize == 2)
 
 
 def _erf_gelu_decomposes(x: torch.Tensor, dtype: torch.dtype) -> bool:
     """Whether erf-GELU's decomposition applies: as any GELU's, and on the CPU in float32 too."""
-    return _gelu_decomposes(x, dtype) or (x.device.type == "cpu" and dtype == torch.float32)
+    return _gelu_decomposes(x, dtype) or (_kernels_of(x) == "cpu" and dtype == torch.float32)
 
 
 def _gelu_math(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -324,7 +329,7 @@ def _gelu_exp(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """exp of ``x`` <= 0 as the GELU kernels take it: on the CPU ``exp_nonpositive_host`` in x's arithmetic; on CUDA
     in float (the 16-bit types) the kernels' float exp (``exp_nonpositive``), in double libdevice's against CUDA's,
     within the ulp bounds."""
-    if x.device.type == "cpu":
+    if _kernels_of(x) == "cpu":
         return _exp_arithmetic(x)
     return torch.exp(x) if x.dtype == torch.float64 else _exp_nonpositive(x, dtype)
 
@@ -339,7 +344,7 @@ def _gelu_erfc(z: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     subnormal results. There in float, from z = 9 on (x below -12.7, where erfcf nears float's subnormals, which
     generated code's flushes), exp(-z^2) / (z sqrt(pi)) times erfc's asymptotic series to 1/z^8 (truncation below
     1e-8 there), the exp kept subnormal as the kernels'."""
-    if z.device.type == "cpu":
+    if _kernels_of(z) == "cpu":
         return _erfc_arithmetic(z)
     if z.dtype == torch.float64:
         return _libdevice_erfc(z)

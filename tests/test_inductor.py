@@ -172,8 +172,8 @@ def test_decompositions_equal_the_cpu_kernels_run_eagerly():
 
 
 def decompose_gelu_as_on_cuda(monkeypatch) -> None:
-    """The GELU decompositions on the CPU as on CUDA, with libdevice's float erfc as generated code runs it: results
-    below float's smallest normal flushed to zero."""
+    """The GELU decompositions evaluated on the CPU in CUDA's formulation, with libdevice's float erfc as generated
+    code runs it: results below float's smallest normal flushed to zero."""
 
     def flushed_erfc(z: torch.Tensor) -> torch.Tensor:
         result = torch.special.erfc(z)
@@ -181,7 +181,7 @@ def decompose_gelu_as_on_cuda(monkeypatch) -> None:
             result = torch.where(result.abs() < torch.finfo(torch.float32).tiny, 0.0, result)
         return result
 
-    monkeypatch.setattr(decompositions, "_gelu_decomposes", lambda x, dtype: dtype != torch.float64)
+    monkeypatch.setattr(decompositions, "_kernels_of", lambda x: "cuda")
     monkeypatch.setattr(decompositions, "_libdevice_erfc", flushed_erfc)
 
 
