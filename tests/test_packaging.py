@@ -60,6 +60,8 @@ def test_sdist_holds_every_source(sdist):
     }
 
 
+# A CPU build (ACT_FORCE_CPU) on 2 jobs: beside the GPU check's 12 test workers it outlasted their 150 s limit.
+@pytest.mark.cpu_only
 def test_sdist_installs_into_a_fresh_venv_and_runs(sdist, tmp_path):
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=False)
