@@ -129,8 +129,8 @@ def _exp_arithmetic(x: torch.Tensor) -> torch.Tensor:
     return p * two_k_normal * two_k_rest
 
 
-# erfc_host's coefficients (kernels/activations.h), highest power of t first: float's P (erfc = t exp(P(t) - z^2)),
-# double's Q (erfc = t exp(-z^2) Q(t)).
+# The coefficients of erfc_in_float and erfc_for_float32 (kernels/activations.h), highest power of t first: float's
+# P (erfc = t exp(P(t) - z^2)), double's Q (erfc = t exp(-z^2) Q(t)).
 _ERFC_FLOAT_P = (0.22879079, -0.70919234, 0.47449490, 0.25444227, 1.01801378, -1.26654178)
 _ERFC_DOUBLE_Q = (
     -0.025157908959034078,
@@ -149,9 +149,10 @@ _ERFC_DOUBLE_Q = (
 )
 
 
-def _erfc_arithmetic(z: torch.Tensor) -> torch.Tensor:
-    """The CPU kernels' erfc in z's arithmetic (``erfc_host``), step for step: t = 1 / (1 + |z| / 2), then in float
-    t exp(P(t) - z^2), in double t exp(-z^2) Q(t); 2 - erfc(-z) for z < 0."""
+def _erfc_arithmetic(z: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The kernels' erfc in z's arithmetic for storage ``dtype`` (``erfc_in_float``, ``erfc_for_float32``), step for
+    step: t = 1 / (1 + |z| / 2), then in float t exp(P(t) - z^2), in double t exp(-z^2) Q(t), with the kernels' exp on
+    z's device (``_gelu_exp``); 2 - erfc(-z) for z < 0."""
     a = z.abs()
     t = 1.0 / (1.0 + 0.5 * a)
     coefficients = _ERFC_DOUBLE_Q if z.dtype == torch.float64 else [_to_float32(c) for c in _ERFC_FLOAT_P]
@@ -159,9 +160,9 @@ def _erfc_arithmetic(z: torch.Tensor) -> torch.Tensor:
     for c in coefficients:
         poly = poly * t + c
     if z.dtype == torch.float64:
-        tail = t * _exp_arithmetic(-a * a) * poly
+        tail = t * _gelu_exp(-a * a, dtype) * poly
     else:
-        tail = t * _exp_arithmetic(poly - a * a)
+        tail = t * _gelu_exp(poly - a * a, dtype)
     return torch.where(z >= 0, tail, 2.0 - tail)
 
 
@@ -306,10 +307,10 @@ def silu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is
 
 def _gelu_decomposes(x: torch.Tensor, dtype: torch.dtype) -> bool:
     """Whether a GELU decomposition applies to storage ``dtype`` (not float64, whose kernels carry the arguments to
-    twice double's precision). On CUDA generated code matches the kernels' arithmetic (double; float for the 16-bit
-    types) within the ulp bounds (libdevice's erfc and exp against CUDA's); on the CPU erf-GELU repeats the kernels'
-    erfc and exp step for step, while gelu_tanh's float32 kernel takes Sleef's exp there, which generated code does
-    not call."""
+    twice double's precision). On CUDA generated code repeats the kernels' arithmetic (double; float for the 16-bit
+    types), within the ulp bounds where it calls libdevice's exp against CUDA's; on the CPU erf-GELU repeats the
+    kernels' erfc and exp step for step, while gelu_tanh's float32 kernel takes Sleef's exp there, which generated
+    code does not call."""
     if dtype == torch.float64:
         return False
     return _kernels_of(x) == "cuda" or (_kernels_of(x) == "cpu" and dtype.itemsize == 2)
@@ -334,34 +335,12 @@ def _gelu_exp(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return torch.exp(x) if x.dtype == torch.float64 else _exp_nonpositive(x, dtype)
 
 
-def _libdevice_erfc(z: torch.Tensor) -> torch.Tensor:
-    """erfc as generated code calls it (libdevice's; in float it flushes subnormal results to zero there)."""
-    return torch.special.erfc(z)
-
-
-def _gelu_erfc(z: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """erfc(z) as the GELU kernels take it: on the CPU ``erfc_host`` step for step; on CUDA CUDA's erfc, erfcf keeping
-    subnormal results. There in float, from z = 9 on (x below -12.7, where erfcf nears float's subnormals, which
-    generated code's flushes), exp(-z^2) / (z sqrt(pi)) times erfc's asymptotic series to 1/z^8 (truncation below
-    1e-8 there), the exp kept subnormal as the kernels'."""
-    if _kernels_of(z) == "cpu":
-        return _erfc_arithmetic(z)
-    if z.dtype == torch.float64:
-        return _libdevice_erfc(z)
-    tail = z > 9.0
-    zt = torch.where(tail, z, 9.0)
-    w = 1 / (zt * zt)
-    series = 1 + w * (-0.5 + w * (0.75 + w * (-1.875 + w * 6.5625)))
-    asymptotic = _exp_nonpositive(-(zt * zt), dtype) * (series / (zt * math.sqrt(math.pi)))
-    return torch.where(tail, asymptotic, _libdevice_erfc(z))
-
-
 def _gelu_value(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
     """GELU, ``x erfc(-x / sqrt 2) / 2`` (CUDA and CPU, float32 and 16-bit; else None)."""
     if not _erf_gelu_decomposes(x, dtype):
         return None
     xm = _gelu_math(x, dtype)
-    return xm * (0.5 * _gelu_erfc(-xm * SQRT_HALF, dtype))
+    return xm * (0.5 * _erfc_arithmetic(-xm * SQRT_HALF, dtype))
 
 
 def _gelu_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
@@ -370,7 +349,7 @@ def _gelu_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype) -> t
         return None
     xm = _gelu_math(x, dtype)
     exp_half_square = _gelu_exp(-0.5 * (xm * xm), dtype)
-    cdf = 0.5 * _gelu_erfc(-xm * SQRT_HALF, dtype)
+    cdf = 0.5 * _erfc_arithmetic(-xm * SQRT_HALF, dtype)
     return grad.to(xm.dtype) * (cdf + xm * exp_half_square * (1 / math.sqrt(2 * math.pi)))
 
 
