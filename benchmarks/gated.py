@@ -1,13 +1,15 @@
 """Benchmark of the gated activations (act(gate) * up) and of a gated MLP block.
 
-Usage: ``python benchmarks/gated.py [--ops ...] [--dtypes ...] [--shapes ...] [--mlp] [--json PATH]``.
-Rows per op (the merged form on ``x = [rows, 2d]``), dtype and shape ``rows x d``, forward (``fwd``) and forward
-plus backward through autograd (``fwd+bwd``): ours, torch eager (``act(gate) * up`` on the halves of x), torch.compile
-of that expression, Liger-Kernel's fused SwiGLU (``silu_and_mul`` only, where ``liger_kernel`` is installed), and a
-device copy moving the same bytes (the roofline: forward, read 2d and write d per row; backward, read the gradient
-and 2d, write 2d). Each figure is the median of interleaved runs on a cold L2 (CUDA events; wall clock on the CPU).
-``--mlp`` adds a compiled GatedMLP (4096 -> 14336 -> 4096, 8192 tokens on CUDA) forward plus backward against the
-same block compiled with ``F.silu``, with each one's peak memory (CUDA).
+Usage: ``python benchmarks/gated.py [--ops ...] [--dtypes ...] [--shapes ...] [--layouts ...] [--mlp] [--json PATH]``
+Rows per op, layout, dtype and shape ``rows x d``, forward (``fwd``) and forward plus backward through autograd
+(``fwd+bwd``). Layout ``merged``: ``x = [rows, 2d]`` from a fused gate/up projection, ours ``act_and_mul(x)``, the
+others on the halves of x; ``pair``: two contiguous ``[rows, d]`` tensors from separate projections, ours
+``act_mul(gate, up)`` (the layout Liger-Kernel's SwiGLU takes without a copy). Each row has ours, torch eager
+(``act(gate) * up``), torch.compile of that expression, Liger-Kernel's fused SwiGLU (silu only, where
+``liger_kernel`` is installed), and a device copy moving the same bytes (the roofline: forward, read 2d and write d
+per row; backward, read the gradient and 2d, write 2d). Each figure is the median of interleaved runs on a cold L2
+(CUDA events; wall clock on the CPU). ``--mlp`` adds a compiled GatedMLP (4096 -> 14336 -> 4096, 8192 tokens on
+CUDA) forward plus backward against the same block compiled with ``F.silu``, with each one's peak memory (CUDA).
 """
 
 import argparse
@@ -43,6 +45,7 @@ class Row:
 
     device: str
     op: str
+    layout: str
     mode: str
     dtype: str
     shape: str
@@ -57,37 +60,46 @@ class Row:
         return 100 * self.copy_us / self.ours_us
 
 
-def forward_and_backward(forward: Callable[[torch.Tensor], torch.Tensor]) -> Callable:
-    """The forward through autograd and the gradient of x for a given output gradient."""
-    return lambda x, grad: torch.autograd.grad(forward(x), x, grad)
+def forward_and_backward(forward: Callable[..., torch.Tensor]) -> Callable:
+    """The forward through autograd and the gradients of its inputs for a given output gradient."""
+    return lambda inputs, grad: torch.autograd.grad(forward(*inputs), inputs, grad)
 
 
-def measure(op: str, mode: str, dtype: torch.dtype, shape: str, device: torch.device) -> Row:
+def measure(op: str, layout: str, mode: str, dtype: torch.dtype, shape: str, device: torch.device) -> Row:
     gated = GATED[op]
     rows, d = (int(n) for n in shape.split("x"))
-    x = torch.randn(rows, 2 * d, dtype=dtype, device=device, requires_grad=mode == "fwd+bwd")
+    grad_needed = mode == "fwd+bwd"
+    if layout == "merged":
+        x = torch.randn(rows, 2 * d, dtype=dtype, device=device, requires_grad=grad_needed)
+        inputs: tuple[torch.Tensor, ...] = (x,)
+        halves: Callable[..., tuple[torch.Tensor, torch.Tensor]] = lambda t: t.chunk(2, dim=-1)  # noqa: E731
+        ours = gated.ops.merged
+    else:
+        inputs = tuple(torch.randn(rows, d, dtype=dtype, device=device, requires_grad=grad_needed) for _ in range(2))
+        halves, ours = (lambda gate, up: (gate, up)), gated.ops.pair
     grad = torch.randn(rows, d, dtype=dtype, device=device)
 
-    def eager(t: torch.Tensor) -> torch.Tensor:
-        return gated.torch_composition(*t.chunk(2, dim=-1))
+    def eager(*t: torch.Tensor) -> torch.Tensor:
+        return gated.torch_composition(*halves(*t))
 
     liger = liger_silu_mul() if gated.activation.name == "silu" else None
-    forwards = {"ours": gated.ops.merged, "eager": eager, "compile": torch.compile(eager, dynamic=False)}
+    forwards = {"ours": ours, "eager": eager, "compile": torch.compile(eager, dynamic=False)}
     if liger is not None:
-        forwards["liger"] = lambda t: liger(*t.chunk(2, dim=-1))
+        forwards["liger"] = lambda *t: liger(*halves(*t))
     # The bytes a pass must move at least, copied in one kernel: 3d per row forward, 5d more backward.
     moved = rows * d * (3 if mode == "fwd" else 8)
     source = torch.randn(moved // 2, dtype=dtype, device=device)
     target = torch.empty_like(source)
     if mode == "fwd":
-        variants = {name: (lambda f=f: f(x)) for name, f in forwards.items()}
+        variants = {name: (lambda f=f: f(*inputs)) for name, f in forwards.items()}
     else:
-        variants = {name: (lambda f=f: forward_and_backward(f)(x, grad)) for name, f in forwards.items()}
+        variants = {name: (lambda f=f: forward_and_backward(f)(inputs, grad)) for name, f in forwards.items()}
     variants["copy"] = lambda: target.copy_(source)
     us = {name: t * 1e6 for name, t in interleaved_median_seconds(variants, device).items()}
     return Row(
         device.type,
         op,
+        layout,
         mode,
         str(dtype).removeprefix("torch."),
         shape,
@@ -142,15 +154,15 @@ def measure_mlp(dtype: torch.dtype, device: torch.device, tokens: int, sizes: tu
 
 def format_rows(rows: list[Row]) -> str:
     head = (
-        f"{'device':6} {'op':17} {'mode':7} {'dtype':9} {'shape':11} {'ours us':>9} {'%copy':>6} {'vs eager':>8} "
-        f"{'vs compile':>10} {'vs liger':>8}"
+        f"{'device':6} {'op':17} {'layout':6} {'mode':7} {'dtype':9} {'shape':11} {'ours us':>9} {'%copy':>6} "
+        f"{'vs eager':>8} {'vs compile':>10} {'vs liger':>8}"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
         liger = f"{r.liger_us / r.ours_us:7.2f}x" if r.liger_us else f"{'-':>8}"
         lines.append(
-            f"{r.device:6} {r.op:17} {r.mode:7} {r.dtype:9} {r.shape:11} {r.ours_us:9.1f} {r.percent_of_copy:5.1f}% "
-            f"{r.eager_us / r.ours_us:7.2f}x {r.compile_us / r.ours_us:9.2f}x {liger}"
+            f"{r.device:6} {r.op:17} {r.layout:6} {r.mode:7} {r.dtype:9} {r.shape:11} {r.ours_us:9.1f} "
+            f"{r.percent_of_copy:5.1f}% {r.eager_us / r.ours_us:7.2f}x {r.compile_us / r.ours_us:9.2f}x {liger}"
         )
     return "\n".join(lines)
 
@@ -172,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtypes", nargs="+", default=["bfloat16", "float32"], choices=list(DTYPES))
     parser.add_argument("--shapes", nargs="+", default=CUDA_SHAPES if cuda else CPU_SHAPES, help="rows x d")
     parser.add_argument("--modes", nargs="+", default=["fwd", "fwd+bwd"], choices=["fwd", "fwd+bwd"])
+    parser.add_argument("--layouts", nargs="+", default=["merged", "pair"], choices=["merged", "pair"])
     parser.add_argument("--mlp", action="store_true", help="also the compiled gated MLP block")
     parser.add_argument("--device", default="cuda" if cuda else "cpu")
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
@@ -179,8 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device(args.device)
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
     rows = [
-        measure(op, mode, DTYPES[d], shape, device)
+        measure(op, layout, mode, DTYPES[d], shape, device)
         for op in args.ops
+        for layout in args.layouts
         for mode in args.modes
         for d in args.dtypes
         for shape in args.shapes

@@ -140,16 +140,16 @@ def test_forward_and_backward_rows_time_torchs_gradient_through_autograd(name):
     assert row.bytes == 5 * 4 * 2**10, "five passes: the forward's read and write, the backward's two reads and a write"
 
 
-def test_gated_report_has_every_op_mode_and_the_mlp(tmp_path, capsys):
-    """benchmarks/gated.py on the CPU, small: a row per op, mode and dtype with every variant timed and the bytes of
-    each mode's copy; the MLP row; JSON of the same rows."""
+def test_gated_report_has_every_op_layout_mode_and_the_mlp(tmp_path, capsys):
+    """benchmarks/gated.py on the CPU, small: a row per op, layout, mode and dtype with every variant timed and the
+    bytes of each mode's copy; the MLP row; JSON of the same rows."""
     import gated
 
     path = tmp_path / "gated.json"
     assert gated.main(["--shapes", "8x64", "--dtypes", "float32", "--mlp", "--json", str(path)]) == 0
     saved = json.loads(path.read_text())
-    assert {(r["op"], r["mode"]) for r in saved["rows"]} == {
-        (op, mode) for op in catalog.GATED for mode in ("fwd", "fwd+bwd")
+    assert {(r["op"], r["layout"], r["mode"]) for r in saved["rows"]} == {
+        (op, layout, mode) for op in catalog.GATED for layout in ("merged", "pair") for mode in ("fwd", "fwd+bwd")
     }
     for r in saved["rows"]:
         assert min(r["ours_us"], r["eager_us"], r["compile_us"], r["copy_us"]) > 0
@@ -160,10 +160,16 @@ def test_gated_report_has_every_op_mode_and_the_mlp(tmp_path, capsys):
 
 
 def test_gated_forward_and_backward_rows_time_the_gradient():
-    """A fwd+bwd variant returns x's gradient through autograd: the op's backward, not the forward alone."""
+    """A fwd+bwd variant returns its inputs' gradients through autograd: the op's backward, not the forward alone,
+    for the merged layout and for the pair."""
     import gated
 
+    ops = catalog.GATED["silu_and_mul"].ops
     x = torch.randn(4, 16, requires_grad=True)
     grad = torch.randn(4, 8)
-    (ours,) = gated.forward_and_backward(catalog.GATED["silu_and_mul"].ops.merged)(x, grad)
-    torch.testing.assert_close(ours, catalog.GATED["silu_and_mul"].ops.merged_backward(grad, x.detach()))
+    (ours,) = gated.forward_and_backward(ops.merged)((x,), grad)
+    torch.testing.assert_close(ours, ops.merged_backward(grad, x.detach()))
+    gate, up = (t.detach().requires_grad_() for t in x.chunk(2, dim=-1))
+    ours = gated.forward_and_backward(ops.pair)((gate, up), grad)
+    for got, expected in zip(ours, ops.pair_backward(grad, gate.detach(), up.detach()), strict=True):
+        torch.testing.assert_close(got, expected)
