@@ -1,7 +1,7 @@
 // How close a one-pass, mask-free SELU + AlphaDropout can come to a device copy on this GPU (docs/design/random-op.md):
 // Philox4x32-10 alone; the affine dropout on its words; the same after a plain SELU (hardware exp for bf16, expm1f
-// for fp32), one 16-byte pack and one Philox block a thread, and over grid-stride loops of 4 and 16 waves; each as %
-// of a copy of the same bytes (probe.cuh: cold L2, median of 21 runs).
+// for fp32), one 16-byte pack and one Philox block a thread, and over grid-stride loops of 4 and 16 waves, on inputs
+// of mixed signs; each as % of a copy of the same bytes (probe.cuh: cold L2, median of 21 runs).
 // Build and run from the repository root:
 //   nvcc -std=c++17 -O3 -arch=sm_90a -I kernels -I $(python3 -c "import torch.utils.cpp_extension as c; \
 //       print(c.include_paths()[0])") benchmarks/probes/philox_floor.cu -o /tmp/philox_floor && /tmp/philox_floor
@@ -75,7 +75,7 @@ int main() {
     Bytes16 *in, *out;
     CHECK(cudaMalloc(&in, bytes));
     CHECK(cudaMalloc(&out, bytes));
-    CHECK(cudaMemset(in, 0x3c, bytes));
+
     PhiloxStream s;
     s.seed = 1234;
     s.offset = 8;
@@ -85,12 +85,14 @@ int main() {
     const float copy = cold_median_ms([&] { copy_kernel<<<full, threads>>>(in, out, n); }, flush);
     auto percent = [&](auto launch) { return 100 * copy / cold_median_ms(launch, flush); };
     const float gen = percent([&] { philox_only<<<full, threads>>>(out, n, s); });
+    fill<__nv_bfloat16>(in, bytes);
     const float d16 = percent([&] { dropout_kernel<true, false><<<full, threads>>>(in, out, n, s, bf16); });
     const float s16 = percent([&] { dropout_kernel<true, true><<<full, threads>>>(in, out, n, s, bf16); });
-    const float d32 = percent([&] { dropout_kernel<false, false><<<full, threads>>>(in, out, n, s, f32); });
-    const float s32 = percent([&] { dropout_kernel<false, true><<<full, threads>>>(in, out, n, s, f32); });
     const float w4 = percent([&] { dropout_kernel<true, true><<<4 * wave, threads>>>(in, out, n, s, bf16); });
     const float w16 = percent([&] { dropout_kernel<true, true><<<16 * wave, threads>>>(in, out, n, s, bf16); });
+    fill<float>(in, bytes);
+    const float d32 = percent([&] { dropout_kernel<false, false><<<full, threads>>>(in, out, n, s, f32); });
+    const float s32 = percent([&] { dropout_kernel<false, true><<<full, threads>>>(in, out, n, s, f32); });
     CHECK(cudaGetLastError());
     printf("   bf16 dropout + selu over a grid-stride loop: 4 waves %.1f%%, 16 waves %.1f%%\n", w4, w16);
     printf("%4ld MiB a tensor: copy %.1f us; %% of copy: philox alone, writes only (one block a pack) %.1f%%; "

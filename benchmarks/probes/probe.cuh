@@ -2,6 +2,8 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -41,6 +43,24 @@ float cold_median_ms(Launch launch, void* flush) {
 struct alignas(16) Bytes16 {
   uint4 v;
 };
+
+// n values of T in [-4, 4) from a hash of their index, signs mixed within every warp, as a benchmark's randn would be.
+template <typename T>
+__global__ void fill_kernel(T* out, long n) {
+  const long i = blockIdx.x * long(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  uint32_t h = uint32_t(i) * 0x9E3779B9u;
+  h ^= h >> 15;
+  h *= 0x85EBCA6Bu;
+  h ^= h >> 13;
+  out[i] = T(float(h >> 8) * 0x1p-21f - 4.f);
+}
+
+template <typename T>
+void fill(void* out, long bytes) {
+  const long n = bytes / long(sizeof(T));
+  fill_kernel<<<(n + 255) / 256, 256>>>(static_cast<T*>(out), n);
+}
 
 __global__ void copy_kernel(const Bytes16* in, Bytes16* out, long n) {
   const long i = blockIdx.x * long(blockDim.x) + threadIdx.x;

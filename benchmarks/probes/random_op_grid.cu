@@ -4,6 +4,8 @@
 // directory, PI: Python's include directory):
 //   nvcc -std=c++17 -O3 -arch=sm_90a --expt-relaxed-constexpr -I kernels -I $TI -I $TI/torch/csrc/api/include \
 //       -I $PI benchmarks/probes/random_op_grid.cu -o /tmp/grid -L $TL -lc10 -ltorch_cpu -Xlinker -rpath -Xlinker $TL
+#include <cuda_bf16.h>
+
 #include "activations.h"
 #include "elementwise.cuh"
 #include "probe.cuh"
@@ -53,13 +55,13 @@ int main() {
     void *in, *out;
     CHECK(cudaMalloc(&in, bytes));
     CHECK(cudaMalloc(&out, bytes));
-    CHECK(cudaMemset(in, 0xbe, bytes / 2));  // negative halves, then positive
-    CHECK(cudaMemset(static_cast<char*>(in) + bytes / 2, 0x3e, bytes / 2));
     const long n = bytes / 16;
     const float copy = cold_median_ms(
         [&] { copy_kernel<<<(n + 255) / 256, 256>>>(static_cast<const Bytes16*>(in), static_cast<Bytes16*>(out), n); },
         flush);
+    fill<__nv_bfloat16>(in, bytes);
     report<c10::BFloat16>("bf16", in, out, bytes, copy, wave, flush);
+    fill<float>(in, bytes);
     report<float>("fp32", in, out, bytes, copy, wave, flush);
     CHECK(cudaGetLastError());
     cudaFree(in);
