@@ -367,7 +367,8 @@ def gelu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is
 
 
 def _gelu_tanh_in_range(x: torch.Tensor) -> torch.Tensor:
-    """``gelu_tanh_in_range``: in float, finite x beyond +-20 taken at +-20 (bfloat16's x^3 overflows float)."""
+    """``gelu_tanh_in_range``: in float, finite x beyond +-20 taken at +-20 (bfloat16's x^3 overflows float), for
+    the gradient; the value takes x as it is (v = +-inf gives the same terms as v(+-20))."""
     if x.dtype == torch.float64:
         return x
     return torch.where((x.abs() <= 20) | ~x.isfinite(), x, torch.where(x < 0, -20.0, 20.0))
@@ -387,7 +388,7 @@ def _gelu_tanh_value(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None
     if not _gelu_decomposes(x, dtype):
         return None
     xm = _gelu_math(x, dtype)
-    denominator, sigmoid_numerator, _ = _gelu_tanh_terms(_gelu_tanh_in_range(xm), dtype)
+    denominator, sigmoid_numerator, _ = _gelu_tanh_terms(xm, dtype)
     return xm * sigmoid_numerator / denominator
 
 

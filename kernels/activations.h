@@ -758,8 +758,10 @@ C10_HOST_DEVICE inline SigmoidTerms<math_t> gelu_tanh_sigmoid_terms(math_t x) {
 
 // gelu_tanh's value and slope, sigmoid(v) (1 + x v' (1 - sigmoid(v))) with v' = dv/dx = 2 sqrt(2 / pi) (1 + 3 *
 // 0.044715 x^2); the slope cancels near its root x = -0.75.
-// In float, v and v' overflow for bfloat16's largest values (x^3 past 3.4e38): there x is taken at +-20, where
-// exp(-|v|) has underflowed and the slope is 1 or 0 already; infinities and NaN are kept.
+// In float, v and v' overflow for bfloat16's largest values (x^3 past 3.4e38): for the slope x is taken at +-20 there,
+// where exp(-|v|) has underflowed and the slope is 1 or 0 already (infinities and NaN kept), as x v' (1 - sigmoid(v))
+// would be inf * 0. The value needs no such step: v = +-inf gives exp(-|v|) = 0, as v(+-20) does, so it gives the
+// same bits without it (16-bit gelu_tanh on the H200 went from 80-90% of a copy to 94-99%).
 template <typename math_t>
 C10_HOST_DEVICE inline math_t gelu_tanh_in_range(math_t x) {
   if constexpr (std::is_same_v<math_t, float>) {
@@ -774,7 +776,7 @@ template <typename scalar_t>
 struct GeluTanhMath {
   using math_t = gelu_math_t<scalar_t>;
   C10_HOST_DEVICE static math_t value(math_t x) {
-    const SigmoidTerms<math_t> terms = gelu_tanh_sigmoid_terms<scalar_t>(gelu_tanh_in_range(x));
+    const SigmoidTerms<math_t> terms = gelu_tanh_sigmoid_terms<scalar_t>(x);
     return sigmoid_quotient(x * terms.sigmoid_numerator, terms.denominator);
   }
   C10_HOST_DEVICE static math_t gradient(math_t grad, math_t x_in) {
