@@ -367,8 +367,8 @@ def gelu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is
 
 
 def _gelu_tanh_in_range(x: torch.Tensor) -> torch.Tensor:
-    """``gelu_tanh_in_range``: in float, finite x beyond +-20 taken at +-20 (bfloat16's x^3 overflows float), for
-    the gradient; the value takes x as it is (v = +-inf gives the same terms as v(+-20))."""
+    """``gelu_tanh_in_range``: in float, finite x beyond +-20 taken at +-20 (bfloat16's x^3 overflows float), for the
+    slope's arithmetic; sigmoid's terms take x as it is (beyond +-20 exp(-|v|) is 0 either way)."""
     if x.dtype == torch.float64:
         return x
     return torch.where((x.abs() <= 20) | ~x.isfinite(), x, torch.where(x < 0, -20.0, 20.0))
@@ -396,8 +396,9 @@ def _gelu_tanh_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype)
     """gelu_tanh's gradient over one division, ``s (D + x v' c) / D^2`` (CUDA, float32 and 16-bit; else None)."""
     if not _gelu_decomposes(x, dtype):
         return None
-    xm = _gelu_tanh_in_range(_gelu_math(x, dtype))
-    denominator, sigmoid_numerator, complement_numerator = _gelu_tanh_terms(xm, dtype)
+    x_in = _gelu_math(x, dtype)
+    denominator, sigmoid_numerator, complement_numerator = _gelu_tanh_terms(x_in, dtype)
+    xm = _gelu_tanh_in_range(x_in)
     # 3 * 0.044715 in the math type, as the kernel folds it (in float: float(3 * float(0.044715))).
     cubic3 = 3 * GELU_TANH_CUBIC if xm.dtype == torch.float64 else _to_float32(3 * _to_float32(GELU_TANH_CUBIC))
     slope = GELU_TANH_SCALE * (1 + cubic3 * (xm * xm))

@@ -65,35 +65,40 @@ def forward_and_backward(forward: Callable[..., torch.Tensor]) -> Callable:
     return lambda inputs, grad: torch.autograd.grad(forward(*inputs), inputs, grad)
 
 
+def gate_and_up(layout: str, *inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The gate and up operands of a layout's inputs: the halves of x (merged), or the two tensors (pair)."""
+    return inputs[0].chunk(2, dim=-1) if layout == "merged" else (inputs[0], inputs[1])
+
+
 def measure(op: str, layout: str, mode: str, dtype: torch.dtype, shape: str, device: torch.device) -> Row:
     gated = GATED[op]
     rows, d = (int(n) for n in shape.split("x"))
-    grad_needed = mode == "fwd+bwd"
-    if layout == "merged":
-        x = torch.randn(rows, 2 * d, dtype=dtype, device=device, requires_grad=grad_needed)
-        inputs: tuple[torch.Tensor, ...] = (x,)
-        halves: Callable[..., tuple[torch.Tensor, torch.Tensor]] = lambda t: t.chunk(2, dim=-1)  # noqa: E731
-        ours = gated.ops.merged
-    else:
-        inputs = tuple(torch.randn(rows, d, dtype=dtype, device=device, requires_grad=grad_needed) for _ in range(2))
-        halves, ours = (lambda gate, up: (gate, up)), gated.ops.pair
+    shapes = [(rows, 2 * d)] if layout == "merged" else [(rows, d), (rows, d)]
+    inputs = tuple(torch.randn(s, dtype=dtype, device=device, requires_grad=mode == "fwd+bwd") for s in shapes)
+    ours = gated.ops.merged if layout == "merged" else gated.ops.pair
     grad = torch.randn(rows, d, dtype=dtype, device=device)
 
     def eager(*t: torch.Tensor) -> torch.Tensor:
-        return gated.torch_composition(*halves(*t))
+        return gated.torch_composition(*gate_and_up(layout, *t))
 
-    liger = liger_silu_mul() if gated.activation.name == "silu" else None
+    torch._dynamo.reset()  # a compiled variant per row: past dynamo's cache limit the later rows would run eagerly
     forwards = {"ours": ours, "eager": eager, "compile": torch.compile(eager, dynamic=False)}
+    variant_inputs = dict.fromkeys(forwards, inputs)
+    liger = liger_silu_mul() if gated.activation.name == "silu" else None
     if liger is not None:
-        forwards["liger"] = lambda *t: liger(*halves(*t))
+        forwards["liger"] = lambda *t: liger(*gate_and_up(layout, *t))
+        # Liger's backward writes its gradients over the contiguous tensors it saved: on the pair layout, inputs of
+        # its own, so that the other variants' data stays as drawn.
+        variant_inputs["liger"] = tuple(t.detach().clone().requires_grad_(t.requires_grad) for t in inputs)
     # The bytes a pass must move at least, copied in one kernel: 3d per row forward, 5d more backward.
     moved = rows * d * (3 if mode == "fwd" else 8)
     source = torch.randn(moved // 2, dtype=dtype, device=device)
     target = torch.empty_like(source)
     if mode == "fwd":
-        variants = {name: (lambda f=f: f(*inputs)) for name, f in forwards.items()}
+        variants = {name: (lambda f=f, i=variant_inputs[name]: f(*i)) for name, f in forwards.items()}
     else:
-        variants = {name: (lambda f=f: forward_and_backward(f)(inputs, grad)) for name, f in forwards.items()}
+        step = forward_and_backward
+        variants = {name: (lambda f=f, i=variant_inputs[name]: step(f)(i, grad)) for name, f in forwards.items()}
     variants["copy"] = lambda: target.copy_(source)
     us = {name: t * 1e6 for name, t in interleaved_median_seconds(variants, device).items()}
     return Row(
@@ -190,7 +195,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
-    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
     rows = [
         measure(op, layout, mode, DTYPES[d], shape, device)
         for op in args.ops

@@ -758,10 +758,10 @@ C10_HOST_DEVICE inline SigmoidTerms<math_t> gelu_tanh_sigmoid_terms(math_t x) {
 
 // gelu_tanh's value and slope, sigmoid(v) (1 + x v' (1 - sigmoid(v))) with v' = dv/dx = 2 sqrt(2 / pi) (1 + 3 *
 // 0.044715 x^2); the slope cancels near its root x = -0.75.
-// In float, v and v' overflow for bfloat16's largest values (x^3 past 3.4e38): for the slope x is taken at +-20 there,
-// where exp(-|v|) has underflowed and the slope is 1 or 0 already (infinities and NaN kept), as x v' (1 - sigmoid(v))
-// would be inf * 0. The value needs no such step: v = +-inf gives exp(-|v|) = 0, as v(+-20) does, so it gives the
-// same bits without it (16-bit gelu_tanh on the H200 went from 80-90% of a copy to 94-99%).
+// In float, v' x overflows for bfloat16's largest values (x^3 past 3.4e38), and x v' (1 - sigmoid(v)) would be
+// inf * 0: the slope's arithmetic takes x at +-20 beyond it, where the slope is 1 or 0 already (infinities and NaN
+// kept). sigmoid's terms need no such step: beyond +-20, |v| > 600 or v = +-inf, and exp(-|v|) is 0 either way, so
+// the value and the gradient share the terms of x itself (the gated backward computes them once).
 template <typename math_t>
 C10_HOST_DEVICE inline math_t gelu_tanh_in_range(math_t x) {
   if constexpr (std::is_same_v<math_t, float>) {
@@ -782,7 +782,7 @@ struct GeluTanhMath {
   C10_HOST_DEVICE static math_t gradient(math_t grad, math_t x_in) {
     const math_t x = gelu_tanh_in_range(x_in);
     const math_t v_slope = math_t(kGeluTanhScale) * (1 + 3 * math_t(kGeluTanhCubic) * (x * x));
-    return grad * x_sigmoid_slope<scalar_t>(gelu_tanh_sigmoid_terms<scalar_t>(x), x, v_slope);
+    return grad * x_sigmoid_slope<scalar_t>(gelu_tanh_sigmoid_terms<scalar_t>(x_in), x, v_slope);
   }
 };
 

@@ -55,7 +55,7 @@ __global__ void dropout_kernel(const Bytes16* in, Bytes16* out, long n, PhiloxSt
   }
 }
 
-// Philox alone, its blocks written out (no data read): the generator's own rate.
+// Philox alone, its blocks written out (no data read, half a copy's bytes): a lower bound on the generator's rate.
 __global__ void philox_only(Bytes16* out, long n, PhiloxStream s) {
   const long i = blockIdx.x * long(blockDim.x) + threadIdx.x;
   if (i >= n) return;
