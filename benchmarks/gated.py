@@ -60,9 +60,9 @@ class Row:
         return 100 * self.copy_us / self.ours_us
 
 
-def forward_and_backward(forward: Callable[..., torch.Tensor]) -> Callable:
-    """The forward through autograd and the gradients of its inputs for a given output gradient."""
-    return lambda inputs, grad: torch.autograd.grad(forward(*inputs), inputs, grad)
+def forward_and_backward(forward: Callable[..., torch.Tensor], grad: torch.Tensor) -> Callable:
+    """The forward through autograd and the gradients of its inputs for the output gradient ``grad``."""
+    return lambda *inputs: torch.autograd.grad(forward(*inputs), inputs, grad)
 
 
 def gate_and_up(layout: str, *inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -94,11 +94,8 @@ def measure(op: str, layout: str, mode: str, dtype: torch.dtype, shape: str, dev
     moved = rows * d * (3 if mode == "fwd" else 8)
     source = torch.randn(moved // 2, dtype=dtype, device=device)
     target = torch.empty_like(source)
-    if mode == "fwd":
-        variants = {name: (lambda f=f, i=variant_inputs[name]: f(*i)) for name, f in forwards.items()}
-    else:
-        step = forward_and_backward
-        variants = {name: (lambda f=f, i=variant_inputs[name]: step(f)(i, grad)) for name, f in forwards.items()}
+    passes = {name: f if mode == "fwd" else forward_and_backward(f, grad) for name, f in forwards.items()}
+    variants = {name: (lambda p=p, i=variant_inputs[name]: p(*i)) for name, p in passes.items()}
     variants["copy"] = lambda: target.copy_(source)
     us = {name: t * 1e6 for name, t in interleaved_median_seconds(variants, device).items()}
     return Row(

@@ -167,9 +167,9 @@ def test_gated_forward_and_backward_rows_time_the_gradient():
     ops = catalog.GATED["silu_and_mul"].ops
     x = torch.randn(4, 16, requires_grad=True)
     grad = torch.randn(4, 8)
-    (ours,) = gated.forward_and_backward(ops.merged)((x,), grad)
+    (ours,) = gated.forward_and_backward(ops.merged, grad)(x)
     torch.testing.assert_close(ours, ops.merged_backward(grad, x.detach()))
     gate, up = torch.randn(4, 8, requires_grad=True), torch.randn(4, 8, requires_grad=True)  # contiguous, as the rows'
-    ours = gated.forward_and_backward(ops.pair)((gate, up), grad)
+    ours = gated.forward_and_backward(ops.pair, grad)(gate, up)
     for got, expected in zip(ours, ops.pair_backward(grad, gate.detach(), up.detach()), strict=True):
         torch.testing.assert_close(got, expected)
