@@ -510,18 +510,36 @@ C10_HOST_DEVICE inline math_t x_sigmoid_slope(const SigmoidTerms<math_t>& terms,
 }
 
 #ifdef __CUDA_ARCH__
-// exp(x) for float x in [-300, 0] as a double within 2^-29 relative, from float arithmetic: the GPU's float
-// throughput is many times its double's, and double's exp took most of float32 SiLU's instructions (0.89-0.93x
-// torch on the H100). x = k ln2 + r + r_lo (Cody-Waite: ln2 in two parts, the first exact in k ln2 for |k| < 512),
-// exp(r) = 1 + r + r^2 / 2 + r^3 (1/6 + ... + r^5 / 8!) with the rounding errors of the two leading sums and of r^2
-// kept (the cut-off and the roundings of the last terms leave 1.3e-9 at worst against mpmath), exp(r_lo) = 1 + r_lo,
-// each step rounded as written (the intrinsics keep the compiler from fusing them).
-__device__ __forceinline__ double exp_nonpositive_from_float(float x) {
-  const float k = __fadd_rn(__fmaf_rn(x, 0x1.715476p+0f, 0x1.8p23f), -0x1.8p23f);  // adding 1.5 * 2^23 rounds
+// x = k ln2 + r + r_lo for float x in [-300, 0] (Cody-Waite: ln2 in two parts, the first exact in k ln2 for
+// |k| < 512), k rounded by adding 1.5 * 2^23, whose bits then hold k as an integer.
+struct ReducedExpArgument {
+  float k, r, r_lo;
+  int k_int;
+};
+
+__device__ __forceinline__ ReducedExpArgument reduce_exp_argument(float x) {
+  const float shifted = __fmaf_rn(x, 0x1.715476p+0f, 0x1.8p23f);
+  const float k = __fadd_rn(shifted, -0x1.8p23f);
   const float r_hi = __fmaf_rn(-k, 0x1.62e4p-1f, x);
   const float k_ln2_lo = __fmul_rn(k, 0x1.7f7d1cp-20f);
   const float r = __fadd_rn(r_hi, -k_ln2_lo);
-  const float r_lo = __fadd_rn(__fadd_rn(r_hi, -r), -k_ln2_lo);
+  return {k, r, __fadd_rn(__fadd_rn(r_hi, -r), -k_ln2_lo), __float_as_int(shifted) - 0x4B400000};
+}
+
+// exp(x) for float x in [-300, 0] as (head + lo) 2^k within 2^-29 relative, from float arithmetic: the GPU's float
+// throughput is many times its double's, and double's exp took most of float32 SiLU's instructions (0.89-0.93x
+// torch on the H100). exp(r) = 1 + r + r^2 / 2 + r^3 (1/6 + ... + r^5 / 8!) with the rounding errors of the two
+// leading sums and of r^2 kept (the cut-off and the roundings of the last terms leave 1.3e-9 at worst against
+// mpmath), exp(r_lo) = 1 + r_lo, each step rounded as written (the intrinsics keep the compiler from fusing them).
+// lo holds the cubic term too, up to 1% of head.
+struct ExpParts {
+  float head, lo;
+  int k;
+};
+
+__device__ __forceinline__ ExpParts exp_nonpositive_parts(float x) {
+  const ReducedExpArgument a = reduce_exp_argument(x);
+  const float r = a.r;
   const float square = __fmul_rn(r, r);
   float cubic = __fmaf_rn(1.f / 40320, r, 1.f / 5040);
   cubic = __fmaf_rn(cubic, r, 1.f / 720);
@@ -536,8 +554,13 @@ __device__ __forceinline__ double exp_nonpositive_from_float(float x) {
   const float square_lo = __fmaf_rn(r, r, -square);
   const float tail = __fadd_rn(__fadd_rn(linear_lo, head_lo),
                                __fmaf_rn(0.5f, square_lo, __fmul_rn(__fmul_rn(square, r), cubic)));
-  const double m = double(head) + double(__fmaf_rn(head, r_lo, tail));  // exact in double
-  return m * __longlong_as_double(static_cast<long long>(int(k) + 1023) << 52);
+  return {head, __fmaf_rn(head, a.r_lo, tail), a.k_int};
+}
+
+// The same as a double (head + lo is exact in double).
+__device__ __forceinline__ double exp_nonpositive_from_float(float x) {
+  const ExpParts e = exp_nonpositive_parts(x);
+  return (double(e.head) + double(e.lo)) * __longlong_as_double(static_cast<long long>(e.k + 1023) << 52);
 }
 
 // 1 / d for d in [1, 2] (NaN too), to double's precision: the hardware's float reciprocal and one Newton step
