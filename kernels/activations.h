@@ -73,6 +73,27 @@ inline double erfc_of(double x) { return act_cpu_erfc(x); }
 inline double fma_of(double a, double b, double c) { return __builtin_fma(a, b, c); }  // an instruction from AVX2 up
 #endif
 
+// The constants of exp_nonpositive_host's arithmetic (reduce_exp_argument's on the GPU too): its range, ln2 in two
+// parts (the first exact in k ln2), the Taylor series' degree, and how 2^k is built from the bits.
+template <typename T>
+struct ExpArithmetic;
+
+template <>
+struct ExpArithmetic<float> {
+  using Bits = uint32_t;
+  static constexpr float kLowest = -104.f, kLowestNormalScale = -100.f, kRound = 0x1.8p23f;
+  static constexpr float kLog2e = 0x1.715476p+0f, kLn2Hi = 0x1.62e4p-1f, kLn2Lo = 0x1.7f7d1cp-20f;
+  static constexpr int kDegree = 7, kBias = 127, kMantissaBits = 23;
+};
+
+template <>
+struct ExpArithmetic<double> {
+  using Bits = uint64_t;
+  static constexpr double kLowest = -746.0, kLowestNormalScale = -1000.0, kRound = 0x1.8p52;
+  static constexpr double kLog2e = 0x1.71547652b82fep0, kLn2Hi = 0x1.62e42fee00000p-1, kLn2Lo = 0x1.a39ef35793c76p-33;
+  static constexpr int kDegree = 8, kBias = 1023, kMantissaBits = 52;
+};
+
 #ifndef __CUDA_ARCH__
 // std::bit_cast, which C++17 lacks: torch 2.11 builds extensions as C++17.
 template <typename To, typename From>
@@ -131,27 +152,6 @@ inline float expm1_nonpositive_times(float coef_hi, float coef_lo, float x_in) {
   // Below 2^-90 in magnitude expm1(x) rounds to x, and Dekker's product is no longer exact; -0.0 stays -0.0.
   return x > -0x1p-90f ? coef_hi * x : result;
 }
-
-// The constants of exp_nonpositive_host's arithmetic: its range, ln2 in two parts (the first exact in k ln2), the
-// Taylor series' degree, and how 2^k is built from the bits.
-template <typename T>
-struct ExpArithmetic;
-
-template <>
-struct ExpArithmetic<float> {
-  using Bits = uint32_t;
-  static constexpr float kLowest = -104.f, kLowestNormalScale = -100.f, kRound = 0x1.8p23f;
-  static constexpr float kLog2e = 0x1.715476p+0f, kLn2Hi = 0x1.62e4p-1f, kLn2Lo = 0x1.7f7d1cp-20f;
-  static constexpr int kDegree = 7, kBias = 127, kMantissaBits = 23;
-};
-
-template <>
-struct ExpArithmetic<double> {
-  using Bits = uint64_t;
-  static constexpr double kLowest = -746.0, kLowestNormalScale = -1000.0, kRound = 0x1.8p52;
-  static constexpr double kLog2e = 0x1.71547652b82fep0, kLn2Hi = 0x1.62e42fee00000p-1, kLn2Lo = 0x1.a39ef35793c76p-33;
-  static constexpr int kDegree = 8, kBias = 1023, kMantissaBits = 52;
-};
 
 // 1 / n! for n <= N, rounded to T at compile time (as the literal 1.f / 6 is).
 template <typename T, int N>
@@ -511,19 +511,20 @@ C10_HOST_DEVICE inline math_t x_sigmoid_slope(const SigmoidTerms<math_t>& terms,
 
 #ifdef __CUDA_ARCH__
 // x = k ln2 + r + r_lo for float x in [-300, 0] (Cody-Waite: ln2 in two parts, the first exact in k ln2 for
-// |k| < 512), k rounded by adding 1.5 * 2^23, whose bits then hold k as an integer.
+// |k| < 512), k rounded by adding kRound, whose bits then hold k as an integer.
 struct ReducedExpArgument {
-  float k, r, r_lo;
-  int k_int;
+  float r, r_lo;
+  int k;
 };
 
 __device__ __forceinline__ ReducedExpArgument reduce_exp_argument(float x) {
-  const float shifted = __fmaf_rn(x, 0x1.715476p+0f, 0x1.8p23f);
-  const float k = __fadd_rn(shifted, -0x1.8p23f);
-  const float r_hi = __fmaf_rn(-k, 0x1.62e4p-1f, x);
-  const float k_ln2_lo = __fmul_rn(k, 0x1.7f7d1cp-20f);
+  using A = ExpArithmetic<float>;
+  const float shifted = __fmaf_rn(x, A::kLog2e, A::kRound);
+  const float k = __fadd_rn(shifted, -A::kRound);
+  const float r_hi = __fmaf_rn(-k, A::kLn2Hi, x);
+  const float k_ln2_lo = __fmul_rn(k, A::kLn2Lo);
   const float r = __fadd_rn(r_hi, -k_ln2_lo);
-  return {k, r, __fadd_rn(__fadd_rn(r_hi, -r), -k_ln2_lo), __float_as_int(shifted) - 0x4B400000};
+  return {r, __fadd_rn(__fadd_rn(r_hi, -r), -k_ln2_lo), __float_as_int(shifted) - __float_as_int(A::kRound)};
 }
 
 // exp(x) for float x in [-300, 0] as (head + lo) 2^k within 2^-29 relative, from float arithmetic: the GPU's float
@@ -554,13 +555,15 @@ __device__ __forceinline__ ExpParts exp_nonpositive_parts(float x) {
   const float square_lo = __fmaf_rn(r, r, -square);
   const float tail = __fadd_rn(__fadd_rn(linear_lo, head_lo),
                                __fmaf_rn(0.5f, square_lo, __fmul_rn(__fmul_rn(square, r), cubic)));
-  return {head, __fmaf_rn(head, a.r_lo, tail), a.k_int};
+  return {head, __fmaf_rn(head, a.r_lo, tail), a.k};
 }
 
 // The same as a double (head + lo is exact in double).
 __device__ __forceinline__ double exp_nonpositive_from_float(float x) {
   const ExpParts e = exp_nonpositive_parts(x);
-  return (double(e.head) + double(e.lo)) * __longlong_as_double(static_cast<long long>(e.k + 1023) << 52);
+  using A = ExpArithmetic<double>;
+  const double two_k = __longlong_as_double(static_cast<long long>(e.k + A::kBias) << A::kMantissaBits);
+  return (double(e.head) + double(e.lo)) * two_k;
 }
 
 // 1 / d for d in [1, 2] (NaN too), to double's precision: the hardware's float reciprocal and one Newton step

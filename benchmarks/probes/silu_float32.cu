@@ -104,7 +104,7 @@ __device__ __forceinline__ float silu_mid(float x) {
   const float em1 = __fmaf_rn(__fmul_rn(r, r), p, r);
   const float e = __fadd_rn(1.f, em1);
   const float e_lo = __fmaf_rn(a.r_lo, e, __fadd_rn(__fadd_rn(1.f, -e), em1));
-  const float scale = __int_as_float((a.k_int + 127) << 23);
+  const float scale = __int_as_float((a.k + 127) << 23);
   const float t = __fmul_rn(e, scale), t_lo = __fmul_rn(e_lo, scale);
   const float d = __fadd_rn(1.f, t);
   const float m = x < 0.f ? t : 1.f, m_lo = x < 0.f ? t_lo : 0.f;
