@@ -98,35 +98,41 @@ def _expm1_times_float_arithmetic(coef: float, x: torch.Tensor) -> torch.Tensor:
     return torch.where(x > -(2.0**-90), coef_hi * x, result)
 
 
-# exp_nonpositive_host's constants per arithmetic (ExpArithmetic in kernels/activations.h): its range, the scale
-# below which 2^k takes two steps, log2(e), ln2 in two parts, the Taylor series' degree, and 2^k's bits.
+# exp_nonpositive_host's constants per arithmetic (ExpArithmetic in kernels/activations.h): its range, log2(e), ln2 in
+# two parts, the Taylor series' degree, and 2^k's bits.
 _EXP_ARITHMETIC = {
-    torch.float32: (-104.0, -100.0, "0x1.715476p+0", "0x1.62e4p-1", "0x1.7f7d1cp-20", 7, 127, 23),
-    torch.float64: (-746.0, -1e3, "0x1.71547652b82fep0", "0x1.62e42fee00000p-1", "0x1.a39ef35793c76p-33", 8, 1023, 52),
+    torch.float32: (-104.0, "0x1.715476p+0", "0x1.62e4p-1", "0x1.7f7d1cp-20", 7, 127, 23),
+    torch.float64: (-746.0, "0x1.71547652b82fep0", "0x1.62e42fee00000p-1", "0x1.a39ef35793c76p-33", 8, 1023, 52),
 }
+# kExpSeriesFor16Bit: the series' c_2..c_5 in float for results rounded to a 16-bit type.
+_EXP_SERIES_FOR_16_BIT = tuple(map(float.fromhex, ("0x1.fffdfcp-2", "0x1.5557aep-3", "0x1.5729f4p-5", "0x1.106290p-7")))
 
 
-def _exp_arithmetic(x: torch.Tensor) -> torch.Tensor:
+def _exp_arithmetic(x: torch.Tensor, for_16_bit: bool = False) -> torch.Tensor:
     """The CPU kernels' exp for x <= 0 in x's arithmetic, float or double (``exp_nonpositive_host``), step for step:
-    x = k ln2 + r, 1 + (r + r^2 (...)) by the Taylor series, times 2^k in two exact steps."""
-    lowest, lowest_scale, *hex_constants, degree, bias, mantissa = _EXP_ARITHMETIC[x.dtype]
+    x = k ln2 + r, 1 + (r + r^2 (...)) by the Taylor series (for 16-bit results the fitted one), times 2^k as
+    2^(k + 64) 2^-64."""
+    lowest, *hex_constants, degree, bias, mantissa = _EXP_ARITHMETIC[x.dtype]
     log2e, ln2_hi, ln2_lo = map(float.fromhex, hex_constants)
     bits = torch.int32 if x.dtype == torch.float32 else torch.int64
     round_shift = 1.5 * 2.0 ** (mantissa)
     x = torch.where(x > 0, 0.0, torch.where(x < lowest, lowest, x))
-    k = (x * log2e + round_shift) - round_shift
+    shifted = x * log2e + round_shift
+    k = shifted - round_shift
     r = (x - k * ln2_hi) - k * ln2_lo
-    inverse_factorial = [1 / math.factorial(n) for n in range(degree + 1)]
-    if x.dtype == torch.float32:
-        inverse_factorial = [_to_float32(c) for c in inverse_factorial]
-    u = torch.full_like(r, inverse_factorial[degree])
-    for n in range(degree - 1, 1, -1):  # Horner: 1/2! + r * (1/3! + ... + r * (1/degree!))
-        u = inverse_factorial[n] + r * u
+    if for_16_bit:
+        coefficients = list(_EXP_SERIES_FOR_16_BIT)
+    else:
+        coefficients = [1 / math.factorial(n) for n in range(2, degree + 1)]
+        if x.dtype == torch.float32:
+            coefficients = [_to_float32(c) for c in coefficients]
+    u = torch.full_like(r, coefficients[-1])
+    for c in reversed(coefficients[:-1]):  # Horner: c_2 + r * (c_3 + ... + r * c_n)
+        u = c + r * u
     p = 1.0 + (r + r * r * u)
-    k_normal = torch.where(k < lowest_scale, lowest_scale, k)
-    two_k_normal = ((k_normal.to(bits) + bias) << mantissa).view(x.dtype)
-    two_k_rest = (((k - k_normal).to(bits) + bias) << mantissa).view(x.dtype)
-    return p * two_k_normal * two_k_rest
+    round_bits = torch.tensor(round_shift, dtype=x.dtype).view(bits).item()
+    scale = ((shifted.view(bits) - round_bits + (bias + 64)) << mantissa).view(x.dtype)
+    return p * scale * 2.0**-64
 
 
 # The coefficients of erfc_in_float and erfc_for_float32 (kernels/activations.h), highest power of t first: float's
@@ -191,7 +197,7 @@ def _exp_nonpositive(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None
             return torch.where(t < -126.0, torch.exp2(t + 64.0) * 2.0**-64, torch.exp2(t))
         return torch.exp(x)  # libdevice's exp against CUDA's: within the ulp bounds, not always the same bits
     if _kernels_of(x) == "cpu" and x.dtype == torch.float32:
-        return _exp_arithmetic(x)
+        return _exp_arithmetic(x, for_16_bit=dtype.itemsize == 2)
     return None  # double on the CPU calls Sleef's exp, which generated code calls only in its vector loops
 
 
@@ -331,7 +337,7 @@ def _gelu_exp(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     in float (the 16-bit types) the kernels' float exp (``exp_nonpositive``), in double libdevice's against CUDA's,
     within the ulp bounds."""
     if _kernels_of(x) == "cpu":
-        return _exp_arithmetic(x)
+        return _exp_arithmetic(x, for_16_bit=dtype.itemsize == 2)
     return torch.exp(x) if x.dtype == torch.float64 else _exp_nonpositive(x, dtype)
 
 
