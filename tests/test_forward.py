@@ -136,6 +136,21 @@ def test_cpu_float32_selu_rounds_its_negative_branch_once():
     assert float(farther.double().mean()) < 2e-4
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_cpu_16_bit_lookups_equal_the_arithmetic(dtype):
+    # Contiguous 16-bit rows look their results up in a table that the op's own loop fills once; rows of other
+    # steps compute them. Every bit pattern both ways, out of place, in place and into out= (NaN where the computing
+    # loop has NaN: its float16 conversions quiet a NaN's payload one way, F16C's another).
+    x = torch.arange(-(1 << 15), 1 << 15, dtype=torch.int32).to(torch.int16).view(dtype)
+    spaced = torch.stack([x, torch.zeros_like(x)], dim=1)[:, 0]  # a step of 2: the computing loop
+    for name, (functional, inplace, _) in FORWARD.items():
+        computed = functional(spaced).contiguous()
+        for looked_up in (functional(x), inplace(x.clone()), functional(x, out=torch.empty_like(x))):
+            assert torch.equal(looked_up.isnan(), computed.isnan()), name
+            numbers = ~computed.isnan()
+            assert torch.equal(looked_up[numbers].view(torch.int16), computed[numbers].view(torch.int16)), name
+
+
 @requires_cuda
 def test_float32_selu_has_torchs_bits_for_every_float():
     # The kernel's expm1 for x < 0 is CUDA's expm1f step for step, less its branches for x >= 0; torch.selu
