@@ -660,6 +660,7 @@ struct SiluBackward {
   using Args = NoArgs;
   using acc_t = opmath_t<scalar_t>;
   static constexpr int arity = 2;
+  static constexpr bool grad_times_slope = true;  // in float: grad * (*this)(1, x), rounded once
   C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t x) const { return acc_t(SiluMath<scalar_t>::gradient(grad, x)); }
 };
 
@@ -736,6 +737,7 @@ struct GeluBackward {
   using Args = NoArgs;
   using acc_t = opmath_t<scalar_t>;
   static constexpr int arity = 2;
+  static constexpr bool grad_times_slope = true;  // in float: grad * (*this)(1, x), rounded once
   C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t x) const {
     return acc_t(GeluMath<scalar_t>::gradient(grad, x));
   }
@@ -851,6 +853,7 @@ struct GeluTanhBackward {
   using Args = NoArgs;
   using acc_t = opmath_t<scalar_t>;
   static constexpr int arity = 2;
+  static constexpr bool grad_times_slope = true;  // in float: grad * (*this)(1, x), rounded once
   C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t x) const {
     return acc_t(GeluTanhMath<scalar_t>::gradient(grad, x));
   }

@@ -215,6 +215,80 @@ __attribute__((target("arch=x86-64-v4"))) void look_up(std::integral_constant<in
 }
 #endif
 
+// A gradient op on a 16-bit type whose float result is grad times a slope of x alone (`grad_times_slope`): its
+// contiguous rows take the slope from a table of op(1, x), and multiply (the same rounding as the op's own).
+template <typename Op, typename = void>
+struct IsGradTimesSlope : std::false_type {};
+template <typename Op>
+struct IsGradTimesSlope<Op, std::void_t<decltype(Op::grad_times_slope)>> : std::bool_constant<Op::grad_times_slope> {};
+
+template <typename scalar_t, typename Op, typename Stride>
+constexpr bool kLooksUpSlope = sizeof(scalar_t) == 2 && IsGradTimesSlope<Op>::value &&
+                               std::is_same_v<typename Op::acc_t, float> && std::is_same_v<Stride, UnitStride>;
+
+template <typename scalar_t, typename Op>
+const float* slope_table(const Op& op) {
+  static const std::vector<float> table = [&] {
+    std::vector<float> slopes(65536);
+    for (uint32_t pattern = 0; pattern < slopes.size(); ++pattern) {
+      slopes[pattern] = op(1.f, static_cast<float>(bits_as<scalar_t>(uint16_t(pattern))));
+    }
+    return slopes;
+  }();
+  return table.data();
+}
+
+// s[i] = slopes[x[i]] for i < n: 16 a gather in the x86-64-v4 copy, one a load elsewhere.
+template <typename Level>
+C10_ALWAYS_INLINE void look_up_slopes(Level, const float* slopes, const uint16_t* x, float* s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) s[i] = slopes[x[i]];
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+__attribute__((target("arch=x86-64-v4"))) void look_up_slopes(std::integral_constant<int, 2>, const float* slopes,
+                                                              const uint16_t* x, float* s, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i index = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)));
+    _mm512_store_ps(s + i, _mm512_i32gather_ps(index, slopes, 4));
+  }
+  for (; i < n; ++i) s[i] = slopes[x[i]];
+}
+#endif
+
+// A 16-bit row's values in float and back, with F16C for float16 where the copy has it (as half_row's).
+template <typename Level, typename scalar_t>
+C10_ALWAYS_INLINE void to_floats(Level, const scalar_t* in, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(in[i]);
+}
+template <typename Level, typename scalar_t>
+C10_ALWAYS_INLINE void from_floats(Level, const float* in, scalar_t* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<scalar_t>(in[i]);
+}
+#if defined(__GNUC__) && defined(__x86_64__)
+template <int L, typename = std::enable_if_t<L >= 1>>
+C10_ALWAYS_INLINE void to_floats(std::integral_constant<int, L> level, const c10::Half* in, float* out, int64_t n) {
+  halves_to_float(level, in, out, n);
+}
+template <int L, typename = std::enable_if_t<L >= 1>>
+C10_ALWAYS_INLINE void from_floats(std::integral_constant<int, L> level, const float* in, c10::Half* out, int64_t n) {
+  floats_to_half(level, in, out, n);
+}
+#endif
+
+template <typename Level, typename scalar_t>
+C10_ALWAYS_INLINE void slope_row(Level level, const float* slopes, scalar_t* out, const scalar_t* grad,
+                                 const scalar_t* x, int64_t n) {
+  alignas(64) float block[2][kHalfBlock];
+  for (int64_t start = 0; start < n; start += kHalfBlock) {
+    const int64_t m = std::min(kHalfBlock, n - start);
+    look_up_slopes(level, slopes, reinterpret_cast<const uint16_t*>(x + start), block[0], m);
+    to_floats(level, grad + start, block[1], m);
+    for (int64_t i = 0; i < m; ++i) block[1][i] *= block[0][i];
+    from_floats(level, block[1], out + start, m);
+  }
+}
+
 template <typename scalar_t, typename Op, typename Stride, typename Words, size_t... I>
 void run_row(Op op, RowOutputs<scalar_t, Op> out, std::array<const scalar_t*, sizeof...(I)> in,
              std::array<Stride, OutputsOf<Op>::value + sizeof...(I)> step, Words words, int64_t n,
@@ -224,6 +298,9 @@ void run_row(Op op, RowOutputs<scalar_t, Op> out, std::array<const scalar_t*, si
     const auto* x = reinterpret_cast<const uint16_t*>(in[0]);
     auto* y = reinterpret_cast<uint16_t*>(out[0]);
     at_cpu_level([&](auto level) __attribute__((always_inline)) { look_up(level, table, x, y, 0, n); });
+  } else if constexpr (kLooksUpSlope<scalar_t, Op, Stride>) {
+    const float* slopes = slope_table<scalar_t>(op);
+    at_cpu_level([&](auto level) __attribute__((always_inline)) { slope_row(level, slopes, out[0], in[0], in[1], n); });
   } else {
     arithmetic_row(op, out, in, step, words, n, seq);
   }
