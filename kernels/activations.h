@@ -199,7 +199,7 @@ inline T exp_nonpositive_host(T x_in) {
   constexpr int kScaleOffset = 64;  // 2^(k + 64) is normal for every k from kLowest up
   const T scale = bits_as<T>((bits_as<Bits>(shifted) - bits_as<Bits>(A::kRound) + Bits(A::kBias + kScaleOffset))
                              << A::kMantissaBits);
-  return p * scale * T(0x1p-64);  // 2^-kScaleOffset
+  return p * scale * bits_as<T>(Bits(A::kBias - kScaleOffset) << A::kMantissaBits);  // 2^-kScaleOffset
 }
 
 #endif

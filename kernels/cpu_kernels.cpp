@@ -195,23 +195,28 @@ const uint16_t* result_table(const Op& op) {
   return table.data();
 }
 
-// y[i] = table[x[i]] for i < n, from `from` on: 16 entries a gather in the x86-64-v4 copy, one a load elsewhere.
-template <typename Level>
-C10_ALWAYS_INLINE void look_up(Level, const uint16_t* table, const uint16_t* x, uint16_t* y, int64_t from,
-                               int64_t n) {
-  for (int64_t i = from; i < n; ++i) y[i] = table[x[i]];
+// y[i] = table[x[i]] for i < n, a table of 16-bit results or of float slopes: 16 entries a gather in the
+// x86-64-v4 copy, one a load elsewhere.
+template <typename Level, typename Entry>
+C10_ALWAYS_INLINE void look_up(Level, const Entry* table, const uint16_t* x, Entry* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = table[x[i]];
 }
 
 #if defined(__GNUC__) && defined(__x86_64__)
-__attribute__((target("arch=x86-64-v4"))) void look_up(std::integral_constant<int, 2>, const uint16_t* table,
-                                                       const uint16_t* x, uint16_t* y, int64_t from, int64_t n) {
-  int64_t i = from;
+template <typename Entry>
+__attribute__((target("arch=x86-64-v4"))) void look_up(std::integral_constant<int, 2>, const Entry* table,
+                                                       const uint16_t* x, Entry* y, int64_t n) {
+  int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m512i index = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)));
-    const __m512i entries = _mm512_i32gather_epi32(index, table, 2);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), _mm512_cvtepi32_epi16(entries));
+    if constexpr (sizeof(Entry) == 2) {  // 4 bytes gathered, the entry in their low half
+      const __m512i entries = _mm512_i32gather_epi32(index, table, 2);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), _mm512_cvtepi32_epi16(entries));
+    } else {
+      _mm512_storeu_ps(y + i, _mm512_i32gather_ps(index, table, 4));
+    }
   }
-  look_up(std::integral_constant<int, 0>{}, table, x, y, i, n);
+  for (; i < n; ++i) y[i] = table[x[i]];
 }
 #endif
 
@@ -237,24 +242,6 @@ const float* slope_table(const Op& op) {
   }();
   return table.data();
 }
-
-// s[i] = slopes[x[i]] for i < n: 16 a gather in the x86-64-v4 copy, one a load elsewhere.
-template <typename Level>
-C10_ALWAYS_INLINE void look_up_slopes(Level, const float* slopes, const uint16_t* x, float* s, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) s[i] = slopes[x[i]];
-}
-
-#if defined(__GNUC__) && defined(__x86_64__)
-__attribute__((target("arch=x86-64-v4"))) void look_up_slopes(std::integral_constant<int, 2>, const float* slopes,
-                                                              const uint16_t* x, float* s, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512i index = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)));
-    _mm512_store_ps(s + i, _mm512_i32gather_ps(index, slopes, 4));
-  }
-  for (; i < n; ++i) s[i] = slopes[x[i]];
-}
-#endif
 
 // A 16-bit row's values in float and back, with F16C for float16 where the copy has it (as half_row's).
 template <typename Level, typename scalar_t>
@@ -282,7 +269,7 @@ C10_ALWAYS_INLINE void slope_row(Level level, const float* slopes, scalar_t* out
   alignas(64) float block[2][kHalfBlock];
   for (int64_t start = 0; start < n; start += kHalfBlock) {
     const int64_t m = std::min(kHalfBlock, n - start);
-    look_up_slopes(level, slopes, reinterpret_cast<const uint16_t*>(x + start), block[0], m);
+    look_up(level, slopes, reinterpret_cast<const uint16_t*>(x + start), block[0], m);
     to_floats(level, grad + start, block[1], m);
     for (int64_t i = 0; i < m; ++i) block[1][i] *= block[0][i];
     from_floats(level, block[1], out + start, m);
@@ -297,7 +284,7 @@ void run_row(Op op, RowOutputs<scalar_t, Op> out, std::array<const scalar_t*, si
     const uint16_t* table = result_table<scalar_t>(op);
     const auto* x = reinterpret_cast<const uint16_t*>(in[0]);
     auto* y = reinterpret_cast<uint16_t*>(out[0]);
-    at_cpu_level([&](auto level) __attribute__((always_inline)) { look_up(level, table, x, y, 0, n); });
+    at_cpu_level([&](auto level) __attribute__((always_inline)) { look_up(level, table, x, y, n); });
   } else if constexpr (kLooksUpSlope<scalar_t, Op, Stride>) {
     const float* slopes = slope_table<scalar_t>(op);
     at_cpu_level([&](auto level) __attribute__((always_inline)) { slope_row(level, slopes, out[0], in[0], in[1], n); });

@@ -136,10 +136,15 @@ def test_cpu_float32_selu_rounds_its_negative_branch_once():
     assert float(farther.double().mean()) < 2e-4
 
 
+def spaced(t: torch.Tensor) -> torch.Tensor:
+    """The values of a 1-d ``t`` in a view with a step of 2, which the CPU loop computes rather than looks up."""
+    return torch.stack([t, torch.zeros_like(t)], dim=1)[:, 0]
+
+
 def every_16_bit_pattern(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """Every bit pattern of a 16-bit ``dtype``, contiguous and with a step of 2 (which the CPU loop computes)."""
+    """Every bit pattern of a 16-bit ``dtype``, contiguous and spaced."""
     x = torch.arange(-(1 << 15), 1 << 15, dtype=torch.int32).to(torch.int16).view(dtype)
-    return x, torch.stack([x, torch.zeros_like(x)], dim=1)[:, 0]
+    return x, spaced(x)
 
 
 def assert_same_numbers(actual: torch.Tensor, computed: torch.Tensor, name: str) -> None:
@@ -154,9 +159,9 @@ def assert_same_numbers(actual: torch.Tensor, computed: torch.Tensor, name: str)
 def test_cpu_16_bit_lookups_equal_the_arithmetic(dtype):
     # Contiguous 16-bit rows look their results up in a table that the op's own loop fills once; rows of other
     # steps compute them. Every bit pattern both ways, out of place, in place and into out=.
-    x, spaced = every_16_bit_pattern(dtype)
+    x, x_spaced = every_16_bit_pattern(dtype)
     for name, (functional, inplace, _) in FORWARD.items():
-        computed = functional(spaced).contiguous()
+        computed = functional(x_spaced).contiguous()
         for looked_up in (functional(x), inplace(x.clone()), functional(x, out=torch.empty_like(x))):
             assert_same_numbers(looked_up, computed, name)
 
@@ -165,13 +170,12 @@ def test_cpu_16_bit_lookups_equal_the_arithmetic(dtype):
 def test_cpu_16_bit_slope_lookups_equal_the_arithmetic(dtype):
     # SiLU's and GELU's gradients on contiguous 16-bit rows take the slope from a table of op(1, x) and multiply;
     # rows of other steps compute them. Every bit pattern, against gradients of mixed signs, infinities and NaN.
-    x, spaced = every_16_bit_pattern(dtype)
+    x, x_spaced = every_16_bit_pattern(dtype)
     grad = random_data(x.shape, dtype, "cpu", seed=3)
     grad[::97], grad[1::97], grad[2::97] = float("inf"), float("nan"), 0.0
-    spaced_grad = torch.stack([grad, torch.zeros_like(grad)], dim=1)[:, 0]
     for name in ("silu", "gelu", "gelu_tanh"):
         backward = getattr(torch.ops.act, f"{name}_backward")
-        assert_same_numbers(backward(grad, x), backward(spaced_grad, spaced).contiguous(), name)
+        assert_same_numbers(backward(grad, x), backward(spaced(grad), x_spaced).contiguous(), name)
 
 
 @requires_cuda
