@@ -17,6 +17,7 @@
 #include <array>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "cpu_math.h"
 #include "philox.h"
@@ -64,12 +65,10 @@ C10_HOST_DEVICE inline float exp_of(float x) { return ::expf(x); }
 #ifdef __CUDA_ARCH__
 __device__ inline double expm1_of(double x) { return ::expm1(x); }
 __device__ inline double exp_of(double x) { return ::exp(x); }
-__device__ inline double erfc_of(double x) { return ::erfc(x); }
 __device__ inline double fma_of(double a, double b, double c) { return ::fma(a, b, c); }
 #else
 inline double expm1_of(double x) { return act_cpu_expm1(x); }  // vectorized: cpu_math.h
 inline double exp_of(double x) { return act_cpu_exp(x); }
-inline double erfc_of(double x) { return act_cpu_erfc(x); }
 inline double fma_of(double a, double b, double c) { return __builtin_fma(a, b, c); }  // an instruction from AVX2 up
 #endif
 
@@ -667,14 +666,62 @@ struct SiluBackward {
 // GELU, x Phi(x) with Phi the standard normal CDF (torch's approximate="none"), as x erfc(-x / sqrt 2) / 2: erfc does
 // not cancel where torch's 1 + erf(x / sqrt 2) does (float32: half its bits gone at x = -4, all from -5.5 down, where
 // torch returns -0). Computed in double for float32 and float64 (float32 rounded once) and in float for the 16-bit
-// types (erfc_in_float, within 7.7e-6: a 16-bit result rounded once). In float64 z = -x / sqrt 2 is
-// carried to twice double's precision, z + z_lo, and erfc(z + z_lo) = erfc(z) - z_lo (2 / sqrt pi) exp(-z^2): z's own
-// rounding would cost about z^2 ulps (hundreds in the negative tail). Likewise exp(-x^2 / 2) takes x^2's rounding
-// error.
+// types (erfc_in_float, within 7.7e-6: a 16-bit result rounded once). In float64 erfc(|z|), z = -x / sqrt 2, is
+// exp(-x^2 / 2) erfc_scaled(|z|, its rounding error), where exp takes x^2's rounding error: z's own rounding in
+// erfc(z) would cost about z^2 ulps (hundreds in the negative tail).
 constexpr double kSqrtHalf = 0.70710678118654757;       // sqrt(1/2), rounded
 constexpr double kSqrtHalfLo = -4.8336466567264567e-17;  // sqrt(1/2) - kSqrtHalf
 constexpr double kTwoOverSqrtPi = 1.1283791670955126;
 constexpr double kInvSqrtTwoPi = 0.3989422804014327;
+
+// c[0] s^(N-1) + ... + c[N-1], one fma a step, unrolled here: GCC peels at most 16 steps of a loop unasked, and a
+// loop left inside keeps the CPU loop scalar.
+template <size_t N, size_t... I>
+C10_HOST_DEVICE C10_ALWAYS_INLINE double horner(const double (&c)[N], double s, std::index_sequence<I...>) {
+  double g = 0;
+  ((g = fma_of(g, s, c[I])), ...);
+  return g;
+}
+template <size_t N>
+C10_HOST_DEVICE C10_ALWAYS_INLINE double horner(const double (&c)[N], double s) {
+  return horner(c, s, std::make_index_sequence<N>{});
+}
+
+// erfc(a + a_lo) exp((a + a_lo)^2) for a >= 0 and a's rounding error a_lo, in double for float64 GELU, which multiplies
+// it by exp(-x^2 / 2) = exp(-(a + a_lo)^2) with x^2's rounding error folded in: t G(t) with
+// t = 3 / (3 + a) in (0, 1], G of degree 23 interpolating erfc(a) exp(a^2) / t at Chebyshev nodes of t over [0, 1]
+// (relative error below 2.3e-17; in powers of t, whose sum does not cancel by more than 1.9x where GELU takes it,
+// a >= 1/2), t's two roundings (3 + a's, the quotient's) folded in as a factor, and a_lo by the derivative. Plain
+// arithmetic, so the CPU loop vectorizes it. a is clamped to 30, past which exp(-a^2) is 0.
+C10_HOST_DEVICE C10_ALWAYS_INLINE double erfc_scaled(double a_in, double a_lo_in) {
+  constexpr double kCoefficients[] = {
+      -0.002362190848313126, 0.027180796341603322, -0.14336713470518647, 0.45733865303058835,
+      -0.9806199196885577, 1.4886567511254005, -1.65087126912446, 1.3762153932635761,
+      -0.892732879036902, 0.4583846988133095, -0.17901881421613652, 0.05890995086006813,
+      -0.020128735080886088, -0.00671806141568556, -0.00803656161897605, 0.004108690713150016,
+      0.026212314753493993, 0.05698030941209954, 0.09229026123964758, 0.12711678912477894,
+      0.1567193287605078, 0.17761523926504225, 0.1880631945159188, 0.18806319451591877};
+  const bool in_range = a_in < 30;
+  const double a = in_range ? a_in : 30, a_lo = in_range ? a_lo_in : 0;
+  const double d = 3 + a, t = 3 / d;
+  const double d_lo = (a - (d - (d - a))) + (3 - (d - a));  // 3 + a - d, exactly (TwoSum)
+  const double correction = fma_of(-d_lo, t, fma_of(-t, d, 3)) * (1.0 / 3);  // 3 / (d + d_lo) = t (1 + correction)
+  const double g = horner(kCoefficients, t);
+  const double scaled = t * fma_of(g, correction, g);
+  return fma_of(fma_of(2 * a, scaled, -kTwoOverSqrtPi), a_lo, scaled);  // + a_lo d/da, d/da = 2a (.) - 2 / sqrt(pi)
+}
+
+// erf(z) / z as a polynomial in w = z^2 of degree 12 (Chebyshev interpolation over w in [0, 1], truncation error
+// below 1e-17), for float64 GELU near x = 0, where 1 - erfc(|z|) / 2 or erfc(|z|) / 2 from erfc_scaled's several
+// roundings would lose what torch's 1 + erf keeps.
+C10_HOST_DEVICE C10_ALWAYS_INLINE double erf_over_z(double w) {
+  constexpr double kCoefficients[] = {
+      5.957176147748911e-11, -1.1372848856791674e-09, 1.4659775274047436e-08, -1.6350312701054695e-07,
+      1.6461000484121368e-06, -1.4925595266831182e-05, 0.0001205533111164271, -0.000854832698083379,
+      0.0052239776248180145, -0.026866170645076792, 0.11283791670954879, -0.3761263890318375,
+      1.1283791670955126};
+  return horner(kCoefficients, w);
+}
 
 // GELU's and gelu_tanh's arithmetic: float for the 16-bit types, double otherwise.
 template <typename scalar_t>
@@ -696,15 +743,23 @@ C10_HOST_DEVICE inline math_t exp_half_square(math_t x) {
 
 // Phi(x) = erfc(-x / sqrt 2) / 2, given exp(-x^2 / 2) for float64's correction.
 template <typename scalar_t, typename math_t>
-C10_HOST_DEVICE inline math_t normal_cdf(math_t x, math_t exp_half_square_x) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE math_t normal_cdf(math_t x, math_t exp_half_square_x) {
   const math_t z = -x * math_t(kSqrtHalf);
   if constexpr (std::is_same_v<math_t, float>) {
     return 0.5f * erfc_in_float<scalar_t>(z);
   } else if constexpr (!std::is_same_v<scalar_t, double>) {
     return 0.5 * erfc_for_float32(z);
   } else {
-    const double z_lo = fabs(x) < 1e300 ? fma_of(-x, kSqrtHalf, -z) - x * kSqrtHalfLo : 0.0;
-    return 0.5 * (erfc_of(z) - z_lo * kTwoOverSqrtPi * exp_half_square_x);
+    // Near 0, (1 - erf(z)) / 2, a sum that does not cancel for z in (-1, 1/2); elsewhere erfc(z) / 2 from erfc(|z|),
+    // as 1 - erfc(-z) / 2 for z < 0. Each form chosen by a factor of 0 or 1 (a select of exp's result would keep the
+    // CPU loop scalar), so the other adds an exact 0.
+    const bool near = z > -1 && z < 0.5;
+    const double near_zero = near ? 1.0 : 0.0, z_near = near ? z : 0.0;  // z * 0 would be NaN at infinite z
+    const double from_erf = fma_of(-0.5 * z_near, erf_over_z(z_near * z_near), 0.5);
+    const double base = z >= 0 ? 0.0 : 1.0, sign = z >= 0 ? 0.5 : -0.5;
+    const double a = fabs(z), a_lo = fma_of(fabs(x), kSqrtHalf, -a) + fabs(x) * kSqrtHalfLo;
+    const double from_erfc = fma_of(sign, exp_half_square_x * erfc_scaled(a, a_lo), base);
+    return near_zero * from_erf + (1 - near_zero) * from_erfc;
   }
 }
 
@@ -713,11 +768,11 @@ C10_HOST_DEVICE inline math_t normal_cdf(math_t x, math_t exp_half_square_x) {
 template <typename scalar_t>
 struct GeluMath {
   using math_t = gelu_math_t<scalar_t>;
-  C10_HOST_DEVICE static math_t value(math_t x) {
+  C10_HOST_DEVICE C10_ALWAYS_INLINE static math_t value(math_t x) {
     const math_t e = std::is_same_v<scalar_t, double> ? exp_half_square<scalar_t>(x) : math_t(0);
     return x * normal_cdf<scalar_t>(x, e);
   }
-  C10_HOST_DEVICE static math_t gradient(math_t grad, math_t x) {
+  C10_HOST_DEVICE C10_ALWAYS_INLINE static math_t gradient(math_t grad, math_t x) {
     const math_t e = exp_half_square<scalar_t>(x);
     return grad * (normal_cdf<scalar_t>(x, e) + x * e * math_t(kInvSqrtTwoPi));
   }
@@ -728,7 +783,7 @@ struct GeluForward {
   using Args = NoArgs;
   using acc_t = opmath_t<scalar_t>;
   static constexpr int arity = 1;
-  C10_HOST_DEVICE acc_t operator()(acc_t x) const { return acc_t(GeluMath<scalar_t>::value(x)); }
+  C10_HOST_DEVICE C10_ALWAYS_INLINE acc_t operator()(acc_t x) const { return acc_t(GeluMath<scalar_t>::value(x)); }
 };
 
 // d gelu / dx times grad, from the input.
@@ -738,7 +793,7 @@ struct GeluBackward {
   using acc_t = opmath_t<scalar_t>;
   static constexpr int arity = 2;
   static constexpr bool grad_times_slope = true;  // in float: grad * (*this)(1, x), rounded once
-  C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t x) const {
+  C10_HOST_DEVICE C10_ALWAYS_INLINE acc_t operator()(acc_t grad, acc_t x) const {
     return acc_t(GeluMath<scalar_t>::gradient(grad, x));
   }
 };
@@ -866,7 +921,7 @@ struct GatedForward {
   using Args = NoArgs;
   using acc_t = opmath_t<scalar_t>;
   static constexpr int arity = 2;
-  C10_HOST_DEVICE acc_t operator()(acc_t gate, acc_t up) const {
+  C10_HOST_DEVICE C10_ALWAYS_INLINE acc_t operator()(acc_t gate, acc_t up) const {
     using math_t = typename Math::math_t;
     return acc_t(Math::value(math_t(gate)) * math_t(up));
   }
@@ -880,7 +935,7 @@ struct GatedBackward {
   using acc_t = opmath_t<scalar_t>;
   static constexpr int arity = 3;
   static constexpr int outputs = 2;
-  C10_HOST_DEVICE Results<acc_t, 2> operator()(acc_t grad, acc_t gate, acc_t up) const {
+  C10_HOST_DEVICE C10_ALWAYS_INLINE Results<acc_t, 2> operator()(acc_t grad, acc_t gate, acc_t up) const {
     using math_t = typename Math::math_t;
     const math_t g = grad, x = gate;
     return {{acc_t(Math::gradient(g * math_t(up), x)), acc_t(g * Math::value(x))}};

@@ -44,7 +44,7 @@ C10_ALWAYS_INLINE void cpu_row(Op op, RowOutputs<scalar_t, Op> out, std::array<c
   using acc_t = typename Op::acc_t;
   constexpr int O = OutputsOf<Op>::value;
   for (int64_t i = 0; i < n; ++i) {
-    const auto result = [&] {
+    const auto result = [&]() __attribute__((always_inline)) {  // inlined, or the loop is neither wide nor this copy's
       if constexpr (std::is_same_v<Words, NoWords>) {
         return op(static_cast<acc_t>(in[I][i * step[O + I]])...);
       } else {

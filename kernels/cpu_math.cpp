@@ -17,10 +17,8 @@
 extern "C" {
 __m256d Sleef_expd4_u10(__m256d);
 __m256d Sleef_expm1d4_u10(__m256d);
-__m256d Sleef_erfcd4_u15(__m256d);
 __m512d Sleef_expd8_u10(__m512d);
 __m512d Sleef_expm1d8_u10(__m512d);
-__m512d Sleef_erfcd8_u15(__m512d);
 }
 #endif
 
@@ -70,13 +68,11 @@ extern "C" {
 
 ACT_CPU_SIMD_FUNCTION(act_cpu_exp, ::exp, Sleef_expd4_u10, Sleef_expd8_u10)
 ACT_CPU_SIMD_FUNCTION(act_cpu_expm1, ::expm1, Sleef_expm1d4_u10, Sleef_expm1d8_u10)
-ACT_CPU_SIMD_FUNCTION(act_cpu_erfc, ::erfc, Sleef_erfcd4_u15, Sleef_erfcd8_u15)
 
 }  // extern "C"
 #else
 extern "C" {
 double act_cpu_exp(double x) { return ::exp(x); }
 double act_cpu_expm1(double x) { return ::expm1(x); }
-double act_cpu_erfc(double x) { return ::erfc(x); }
 }
 #endif

@@ -1,5 +1,5 @@
 #pragma once
-// exp, expm1 and erfc in double for the CPU loop, declared as SIMD functions (the x86-64 Vector Function ABI):
+// exp and expm1 in double for the CPU loop, declared as SIMD functions (the x86-64 Vector Function ABI):
 // GCC vectorizes a loop that calls them with their 2-, 4- and 8-lane variants, which cpu_math.cpp
 // defines on the AVX2 and AVX-512 Sleef functions torch's own CPU kernels call (1 ulp), so the double
 // ops run vectorized as torch's do. Elsewhere (the baseline loop, other compilers and CPUs) they are libm's.
@@ -19,7 +19,6 @@
 extern "C" {
 ACT_SIMD_FUNCTION double act_cpu_exp(double x);
 ACT_SIMD_FUNCTION double act_cpu_expm1(double x);
-ACT_SIMD_FUNCTION double act_cpu_erfc(double x);
 }
 
 namespace act {
