@@ -16,7 +16,7 @@ from conftest import (
     requires_cuda,
 )
 
-from activations_ext.catalog import ACTIVATIONS
+from activations_ext.catalog import ACTIVATIONS, GATED
 from activations_ext.numerics import ulp_error
 
 
@@ -176,6 +176,24 @@ def test_cpu_16_bit_slope_lookups_equal_the_arithmetic(dtype):
     for name in ("silu", "gelu", "gelu_tanh"):
         backward = getattr(torch.ops.act, f"{name}_backward")
         assert_same_numbers(backward(grad, x), backward(spaced(grad), x_spaced).contiguous(), name)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_cpu_16_bit_gate_lookups_equal_the_arithmetic(dtype):
+    # Gated forwards on contiguous 16-bit rows take act(gate) from a table of floats and multiply by up; rows of
+    # other steps compute it. Every bit pattern as the gate, on two tensors and on the merged layout, into out= too.
+    gate, gate_spaced = every_16_bit_pattern(dtype)
+    up = random_data(gate.shape, dtype, "cpu", seed=4)
+    up[::97], up[1::97], up[2::97] = float("inf"), float("nan"), 0.0
+    for gated in GATED.values():
+        computed = gated.ops.pair(gate_spaced, spaced(up)).contiguous()
+        merged = torch.cat([gate.view(256, 256), up.view(256, 256)], dim=1)
+        for looked_up in (
+            gated.ops.pair(gate, up),
+            gated.ops.pair_out(gate, up, out=torch.empty_like(gate)),
+            gated.ops.merged(merged).flatten(),
+        ):
+            assert_same_numbers(looked_up, computed, gated.name)
 
 
 @requires_cuda
