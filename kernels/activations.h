@@ -457,12 +457,16 @@ struct ReluBackward {
 };
 
 // An activation's `Math`: its value at x and its gradient (grad times its slope at x) in its math type, unrounded,
-// from which its gated forms take act(gate) * up and act'(gate) * (grad * up) with one rounding each. ReLU's, in
-// acc_t: the gradient selected, as threshold_backward's (kept where x is NaN, 0 where x <= 0 whatever grad is);
-// the value of -0 is -0 on the CPU and +0 on CUDA, as torch.relu's.
+// from which its functors round each result once (MathForward, MathBackward, GatedForward, GatedBackward).
+// `tabulated`: for the 16-bit types, whose math type is float, gradient(grad, x) is grad * gradient(1, x) rounded
+// once, and value(x) and gradient(1, x) cost more than a gather, so the CPU's contiguous rows take them from tables
+// (cpu_kernels.cpp). ReLU's, in acc_t: the gradient selected, as threshold_backward's (kept where x is NaN, 0 where
+// x <= 0 whatever grad is), and the value a compare; the value of -0 is -0 on the CPU and +0 on CUDA, as
+// torch.relu's. Its single-op functors above work on the stored values.
 template <typename scalar_t>
 struct ReluMath {
   using math_t = opmath_t<scalar_t>;
+  static constexpr bool tabulated = false;
   C10_HOST_DEVICE static math_t value(math_t x) {
 #ifdef __CUDA_ARCH__
     return x <= math_t(0) ? math_t(0) : x;
@@ -471,6 +475,55 @@ struct ReluMath {
 #endif
   }
   C10_HOST_DEVICE static math_t gradient(math_t grad, math_t x) { return x <= math_t(0) ? math_t(0) : grad; }
+};
+
+// The functors over an activation's Math, each result rounded once from its math type: its forward, its gradient
+// from the input, and its gated forms. They and the larger Maths are always inlined: GCC leaves a body of GELU's
+// float64 size out of line, and a call in the CPU's vector loop keeps it scalar (0.03x torch).
+template <class Math_, typename scalar_t, int Arity, int Outputs = 1>
+struct OverMath {
+  using Args = NoArgs;
+  using Math = Math_;
+  using acc_t = opmath_t<scalar_t>;
+  static constexpr int arity = Arity;
+  static constexpr int outputs = Outputs;
+};
+
+template <class Math, typename scalar_t>
+struct MathForward : OverMath<Math, scalar_t, 1> {
+  C10_HOST_DEVICE C10_ALWAYS_INLINE opmath_t<scalar_t> operator()(opmath_t<scalar_t> x) const {
+    return opmath_t<scalar_t>(Math::value(x));
+  }
+};
+
+template <class Math, typename scalar_t>
+struct MathBackward : OverMath<Math, scalar_t, 2> {
+  C10_HOST_DEVICE C10_ALWAYS_INLINE opmath_t<scalar_t> operator()(opmath_t<scalar_t> grad, opmath_t<scalar_t> x) const {
+    return opmath_t<scalar_t>(Math::gradient(grad, x));
+  }
+};
+
+// A gated activation, act(gate) * up (GLU variants: SwiGLU, GeGLU, ReGLU): the product taken in the math type and
+// rounded once (torch's composition rounds act(gate) first).
+template <class Math, typename scalar_t>
+struct GatedForward : OverMath<Math, scalar_t, 2> {
+  using acc_t = opmath_t<scalar_t>;
+  C10_HOST_DEVICE C10_ALWAYS_INLINE acc_t operator()(acc_t gate, acc_t up) const {
+    using math_t = typename Math::math_t;
+    return acc_t(Math::value(math_t(gate)) * math_t(up));
+  }
+};
+
+// Its two gradients from (grad, gate, up) in one pass: act'(gate) (grad * up) and grad * act(gate), each rounded
+// once, in the order of torch's composition (act_backward(grad * up, gate), grad * act(gate)).
+template <class Math, typename scalar_t>
+struct GatedBackward : OverMath<Math, scalar_t, 3, 2> {
+  using acc_t = opmath_t<scalar_t>;
+  C10_HOST_DEVICE C10_ALWAYS_INLINE Results<acc_t, 2> operator()(acc_t grad, acc_t gate, acc_t up) const {
+    using math_t = typename Math::math_t;
+    const math_t g = grad, x = gate;
+    return {{acc_t(Math::gradient(g * math_t(up), x)), acc_t(g * Math::value(x))}};
+  }
 };
 
 // SiLU, x sigmoid(x), computed in double for float32 and float64 (one rounding of a float32 result; on the GPU
@@ -629,6 +682,7 @@ __device__ __forceinline__ double silu_gradient_from_float(double grad, float x_
 template <typename scalar_t>
 struct SiluMath {
   using math_t = silu_math_t<scalar_t>;
+  static constexpr bool tabulated = true;
   C10_HOST_DEVICE static math_t value(math_t x) {
 #ifdef __CUDA_ARCH__
     if constexpr (std::is_same_v<scalar_t, float>) return silu_value_from_float(float(x));
@@ -645,24 +699,6 @@ struct SiluMath {
   }
 };
 
-template <typename scalar_t>
-struct SiluForward {
-  using Args = NoArgs;
-  using acc_t = opmath_t<scalar_t>;
-  static constexpr int arity = 1;
-  C10_HOST_DEVICE acc_t operator()(acc_t x) const { return acc_t(SiluMath<scalar_t>::value(x)); }
-};
-
-// d silu / dx times grad, from the input.
-template <typename scalar_t>
-struct SiluBackward {
-  using Args = NoArgs;
-  using acc_t = opmath_t<scalar_t>;
-  static constexpr int arity = 2;
-  static constexpr bool grad_times_slope = true;  // in float: grad * (*this)(1, x), rounded once
-  C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t x) const { return acc_t(SiluMath<scalar_t>::gradient(grad, x)); }
-};
-
 // GELU, x Phi(x) with Phi the standard normal CDF (torch's approximate="none"), as x erfc(-x / sqrt 2) / 2: erfc does
 // not cancel where torch's 1 + erf(x / sqrt 2) does (float32: half its bits gone at x = -4, all from -5.5 down, where
 // torch returns -0). Computed in double for float32 and float64 (float32 rounded once) and in float for the 16-bit
@@ -677,13 +713,13 @@ constexpr double kInvSqrtTwoPi = 0.3989422804014327;
 // c[0] s^(N-1) + ... + c[N-1], one fma a step, unrolled here: GCC peels at most 16 steps of a loop unasked, and a
 // loop left inside keeps the CPU loop scalar.
 template <size_t N, size_t... I>
-C10_HOST_DEVICE C10_ALWAYS_INLINE double horner(const double (&c)[N], double s, std::index_sequence<I...>) {
+C10_HOST_DEVICE inline double horner(const double (&c)[N], double s, std::index_sequence<I...>) {
   double g = 0;
   ((g = fma_of(g, s, c[I])), ...);
   return g;
 }
 template <size_t N>
-C10_HOST_DEVICE C10_ALWAYS_INLINE double horner(const double (&c)[N], double s) {
+C10_HOST_DEVICE inline double horner(const double (&c)[N], double s) {
   return horner(c, s, std::make_index_sequence<N>{});
 }
 
@@ -692,7 +728,9 @@ C10_HOST_DEVICE C10_ALWAYS_INLINE double horner(const double (&c)[N], double s) 
 // t = 3 / (3 + a) in (0, 1], G of degree 23 interpolating erfc(a) exp(a^2) / t at Chebyshev nodes of t over [0, 1]
 // (relative error below 2.3e-17; in powers of t, whose sum does not cancel by more than 1.9x where GELU takes it,
 // a >= 1/2), t's two roundings (3 + a's, the quotient's) folded in as a factor, and a_lo by the derivative. Plain
-// arithmetic, so the CPU loop vectorizes it. a is clamped to 30, past which exp(-a^2) is 0.
+// arithmetic, so the CPU loop vectorizes it. a is clamped to 30, past which exp(-a^2) is 0; the clamp also keeps the
+// result finite at a = inf and NaN, where that factor (0, NaN) gives the product's answer. Always inlined, as
+// the functors over a Math.
 C10_HOST_DEVICE C10_ALWAYS_INLINE double erfc_scaled(double a_in, double a_lo_in) {
   constexpr double kCoefficients[] = {
       -0.002362190848313126, 0.027180796341603322, -0.14336713470518647, 0.45733865303058835,
@@ -714,7 +752,7 @@ C10_HOST_DEVICE C10_ALWAYS_INLINE double erfc_scaled(double a_in, double a_lo_in
 // erf(z) / z as a polynomial in w = z^2 of degree 12 (Chebyshev interpolation over w in [0, 1], truncation error
 // below 1e-17), for float64 GELU near x = 0, where 1 - erfc(|z|) / 2 or erfc(|z|) / 2 from erfc_scaled's several
 // roundings would lose what torch's 1 + erf keeps.
-C10_HOST_DEVICE C10_ALWAYS_INLINE double erf_over_z(double w) {
+C10_HOST_DEVICE inline double erf_over_z(double w) {
   constexpr double kCoefficients[] = {
       5.957176147748911e-11, -1.1372848856791674e-09, 1.4659775274047436e-08, -1.6350312701054695e-07,
       1.6461000484121368e-06, -1.4925595266831182e-05, 0.0001205533111164271, -0.000854832698083379,
@@ -741,7 +779,8 @@ C10_HOST_DEVICE inline math_t exp_half_square(math_t x) {
   }
 }
 
-// Phi(x) = erfc(-x / sqrt 2) / 2, given exp(-x^2 / 2) for float64's correction.
+// Phi(x) = erfc(-x / sqrt 2) / 2, given exp(-x^2 / 2), float64's factor of erfc away from 0. Always inlined, as
+// the functors over a Math.
 template <typename scalar_t, typename math_t>
 C10_HOST_DEVICE C10_ALWAYS_INLINE math_t normal_cdf(math_t x, math_t exp_half_square_x) {
   const math_t z = -x * math_t(kSqrtHalf);
@@ -764,10 +803,12 @@ C10_HOST_DEVICE C10_ALWAYS_INLINE math_t normal_cdf(math_t x, math_t exp_half_sq
 }
 
 // GELU's value and slope, Phi(x) + x phi(x) with phi(x) = exp(-x^2 / 2) / sqrt(2 pi). The slope's two terms
-// cancel near its root x = -0.75 (in any arithmetic): bounds there are in ulps of the terms.
+// cancel near its root x = -0.75 (in any arithmetic): bounds there are in ulps of the terms. Always inlined, as
+// the functors over a Math.
 template <typename scalar_t>
 struct GeluMath {
   using math_t = gelu_math_t<scalar_t>;
+  static constexpr bool tabulated = true;
   C10_HOST_DEVICE C10_ALWAYS_INLINE static math_t value(math_t x) {
     const math_t e = std::is_same_v<scalar_t, double> ? exp_half_square<scalar_t>(x) : math_t(0);
     return x * normal_cdf<scalar_t>(x, e);
@@ -775,26 +816,6 @@ struct GeluMath {
   C10_HOST_DEVICE C10_ALWAYS_INLINE static math_t gradient(math_t grad, math_t x) {
     const math_t e = exp_half_square<scalar_t>(x);
     return grad * (normal_cdf<scalar_t>(x, e) + x * e * math_t(kInvSqrtTwoPi));
-  }
-};
-
-template <typename scalar_t>
-struct GeluForward {
-  using Args = NoArgs;
-  using acc_t = opmath_t<scalar_t>;
-  static constexpr int arity = 1;
-  C10_HOST_DEVICE C10_ALWAYS_INLINE acc_t operator()(acc_t x) const { return acc_t(GeluMath<scalar_t>::value(x)); }
-};
-
-// d gelu / dx times grad, from the input.
-template <typename scalar_t>
-struct GeluBackward {
-  using Args = NoArgs;
-  using acc_t = opmath_t<scalar_t>;
-  static constexpr int arity = 2;
-  static constexpr bool grad_times_slope = true;  // in float: grad * (*this)(1, x), rounded once
-  C10_HOST_DEVICE C10_ALWAYS_INLINE acc_t operator()(acc_t grad, acc_t x) const {
-    return acc_t(GeluMath<scalar_t>::gradient(grad, x));
   }
 };
 
@@ -883,6 +904,7 @@ C10_HOST_DEVICE inline math_t gelu_tanh_in_range(math_t x) {
 template <typename scalar_t>
 struct GeluTanhMath {
   using math_t = gelu_math_t<scalar_t>;
+  static constexpr bool tabulated = true;
   C10_HOST_DEVICE static math_t value(math_t x) {
     const SigmoidTerms<math_t> terms = gelu_tanh_sigmoid_terms<scalar_t>(x);
     return sigmoid_quotient(x * terms.sigmoid_numerator, terms.denominator);
@@ -891,54 +913,6 @@ struct GeluTanhMath {
     const math_t x = gelu_tanh_in_range(x_in);
     const math_t v_slope = math_t(kGeluTanhScale) * (1 + 3 * math_t(kGeluTanhCubic) * (x * x));
     return grad * x_sigmoid_slope<scalar_t>(gelu_tanh_sigmoid_terms<scalar_t>(x_in), x, v_slope);
-  }
-};
-
-template <typename scalar_t>
-struct GeluTanhForward {
-  using Args = NoArgs;
-  using acc_t = opmath_t<scalar_t>;
-  static constexpr int arity = 1;
-  C10_HOST_DEVICE acc_t operator()(acc_t x) const { return acc_t(GeluTanhMath<scalar_t>::value(x)); }
-};
-
-// d gelu_tanh / dx times grad, from the input.
-template <typename scalar_t>
-struct GeluTanhBackward {
-  using Args = NoArgs;
-  using acc_t = opmath_t<scalar_t>;
-  static constexpr int arity = 2;
-  static constexpr bool grad_times_slope = true;  // in float: grad * (*this)(1, x), rounded once
-  C10_HOST_DEVICE acc_t operator()(acc_t grad, acc_t x) const {
-    return acc_t(GeluTanhMath<scalar_t>::gradient(grad, x));
-  }
-};
-
-// A gated activation, act(gate) * up (GLU variants: SwiGLU, GeGLU, ReGLU), from the activation's Math: the
-// product taken in its math type and rounded once (torch's composition rounds act(gate) first).
-template <class Math, typename scalar_t>
-struct GatedForward {
-  using Args = NoArgs;
-  using acc_t = opmath_t<scalar_t>;
-  static constexpr int arity = 2;
-  C10_HOST_DEVICE C10_ALWAYS_INLINE acc_t operator()(acc_t gate, acc_t up) const {
-    using math_t = typename Math::math_t;
-    return acc_t(Math::value(math_t(gate)) * math_t(up));
-  }
-};
-
-// Its two gradients from (grad, gate, up) in one pass: act'(gate) (grad * up) and grad * act(gate), each rounded
-// once, in the order of torch's composition (act_backward(grad * up, gate), grad * act(gate)).
-template <class Math, typename scalar_t>
-struct GatedBackward {
-  using Args = NoArgs;
-  using acc_t = opmath_t<scalar_t>;
-  static constexpr int arity = 3;
-  static constexpr int outputs = 2;
-  C10_HOST_DEVICE C10_ALWAYS_INLINE Results<acc_t, 2> operator()(acc_t grad, acc_t gate, acc_t up) const {
-    using math_t = typename Math::math_t;
-    const math_t g = grad, x = gate;
-    return {{acc_t(Math::gradient(g * math_t(up), x)), acc_t(g * Math::value(x))}};
   }
 };
 
@@ -1170,9 +1144,9 @@ struct Silu {
   template <typename T>
   using Math = SiluMath<T>;
   template <typename T>
-  using Forward = SiluForward<T>;
+  using Forward = MathForward<SiluMath<T>, T>;
   template <typename T>
-  using Backward = SiluBackward<T>;  // from the input
+  using Backward = MathBackward<SiluMath<T>, T>;  // from the input
 };
 
 // GELU has a minimum too: its gradient comes from the input alone, as SiLU's.
@@ -1197,9 +1171,9 @@ struct Gelu {
   template <typename T>
   using Math = GeluMath<T>;
   template <typename T>
-  using Forward = GeluForward<T>;
+  using Forward = MathForward<GeluMath<T>, T>;
   template <typename T>
-  using Backward = GeluBackward<T>;  // from the input
+  using Backward = MathBackward<GeluMath<T>, T>;  // from the input
 };
 
 struct GeluTanh {
@@ -1223,9 +1197,9 @@ struct GeluTanh {
   template <typename T>
   using Math = GeluTanhMath<T>;
   template <typename T>
-  using Forward = GeluTanhForward<T>;
+  using Forward = MathForward<GeluTanhMath<T>, T>;
   template <typename T>
-  using Backward = GeluTanhBackward<T>;  // from the input
+  using Backward = MathBackward<GeluTanhMath<T>, T>;  // from the input
 };
 
 #define ACT_ACTIVATIONS(X) X(Selu) X(Relu) X(Silu) X(Gelu) X(GeluTanh)

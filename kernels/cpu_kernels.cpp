@@ -195,7 +195,7 @@ const uint16_t* result_table(const Op& op) {
   return table.data();
 }
 
-// y[i] = table[x[i]] for i < n, a table of 16-bit results or of float slopes: 16 entries a gather in the
+// y[i] = table[x[i]] for i < n, a table of 16-bit results or of floats: 16 entries a gather in the
 // x86-64-v4 copy, one a load elsewhere.
 template <typename Level, typename Entry>
 C10_ALWAYS_INLINE void look_up(Level, const Entry* table, const uint16_t* x, Entry* y, int64_t n) {
@@ -220,17 +220,6 @@ __attribute__((target("arch=x86-64-v4"))) void look_up(std::integral_constant<in
 }
 #endif
 
-// A gradient op on a 16-bit type whose float result is grad times a slope of x alone (`grad_times_slope`): its
-// contiguous rows take the slope from a table of op(1, x), and multiply (the same rounding as the op's own).
-template <typename Op, typename = void>
-struct IsGradTimesSlope : std::false_type {};
-template <typename Op>
-struct IsGradTimesSlope<Op, std::void_t<decltype(Op::grad_times_slope)>> : std::bool_constant<Op::grad_times_slope> {};
-
-template <typename scalar_t, typename Op, typename Stride>
-constexpr bool kLooksUpSlope = sizeof(scalar_t) == 2 && IsGradTimesSlope<Op>::value &&
-                               std::is_same_v<typename Op::acc_t, float> && std::is_same_v<Stride, UnitStride>;
-
 // f(x) as a float for each 16-bit pattern x, filled once per f (each caller's lambda is a type of its own).
 template <typename scalar_t, typename F>
 const float* float_table(const F& f) {
@@ -244,22 +233,39 @@ const float* float_table(const F& f) {
   return table.data();
 }
 
-// A gated op on a 16-bit type whose activation computes in float (GatedForward rounds act(gate) * up once, in
-// float): its contiguous rows take act(gate) from a table of floats and multiply by up, the same rounding.
-template <typename Op>
-struct GateActivation {
-  using Math = void;
-};
-template <typename Math_, typename scalar_t>
-struct GateActivation<GatedForward<Math_, scalar_t>> {
-  using Math = Math_;
-};
+// An activation's value and slope at each 16-bit pattern, as floats: one table each per Math and type, shared by
+// its gradient and its gated forms.
+template <typename scalar_t, class Math>
+const float* value_table() {
+  return float_table<scalar_t>([](float x) { return float(Math::value(x)); });
+}
+template <typename scalar_t, class Math>
+const float* slope_table() {
+  return float_table<scalar_t>([](float x) { return float(Math::gradient(1.f, x)); });
+}
 
-// ReLU's gate is a compare, which a gather does not beat (relu_and_mul 0.8-1.4x torch's composition so, 1.1-2.2x not).
+// The functors whose 16-bit rows can take their activation from those tables, where its Math is `tabulated` and
+// computes in float (activations.h): the gradient, grad * slope(x); the gated forward, act(gate) * up; the gated
+// backward, ((grad * up) * slope(gate), grad * act(gate)). Each is the functor's own rounding, and its contiguous
+// rows take it; rows of other steps compute.
+enum class Tables { none, slope, value, slope_and_value };
+template <typename Op>
+struct TablesOf : std::integral_constant<Tables, Tables::none> {};
+template <class Math, typename T>
+struct TablesOf<MathBackward<Math, T>> : std::integral_constant<Tables, Tables::slope> {};
+template <class Math, typename T>
+struct TablesOf<GatedForward<Math, T>> : std::integral_constant<Tables, Tables::value> {};
+template <class Math, typename T>
+struct TablesOf<GatedBackward<Math, T>> : std::integral_constant<Tables, Tables::slope_and_value> {};
+
 template <typename scalar_t, typename Op, typename Stride>
-constexpr bool kLooksUpGate = sizeof(scalar_t) == 2 && !std::is_void_v<typename GateActivation<Op>::Math> &&
-                              !std::is_same_v<typename GateActivation<Op>::Math, ReluMath<scalar_t>> &&
-                              std::is_same_v<Stride, UnitStride>;
+constexpr Tables tables_taken() {
+  if constexpr (sizeof(scalar_t) == 2 && TablesOf<Op>::value != Tables::none && std::is_same_v<Stride, UnitStride>) {
+    using Math = typename Op::Math;
+    if constexpr (Math::tabulated && std::is_same_v<typename Math::math_t, float>) return TablesOf<Op>::value;
+  }
+  return Tables::none;
+}
 
 // A 16-bit row's values in float and back, with F16C for float16 where the copy has it (as half_row's).
 template <typename Level, typename scalar_t>
@@ -281,17 +287,20 @@ C10_ALWAYS_INLINE void from_floats(std::integral_constant<int, L> level, const f
 }
 #endif
 
-// out[i] = factor[i] * table[x[i]], rounded once from float.
-template <typename Level, typename scalar_t>
-C10_ALWAYS_INLINE void times_table_row(Level level, const float* table, scalar_t* out, const scalar_t* factor,
-                                       const scalar_t* x, int64_t n) {
-  alignas(64) float block[2][kHalfBlock];
+// A row of a functor that takes tables: block k < K holds tables[k][x[i]], block K + f factors[f][i] (in float);
+// combine(block, i) leaves the O results in blocks 0 to O - 1, which are rounded once to out.
+template <typename Level, typename scalar_t, size_t K, size_t F, size_t O, typename Combine>
+C10_ALWAYS_INLINE void table_row(Level level, const std::array<const float*, K>& tables, const scalar_t* x,
+                                 const std::array<const scalar_t*, F>& factors, const std::array<scalar_t*, O>& out,
+                                 int64_t n, Combine combine) {
+  static_assert(O <= K + F);
+  alignas(64) float block[K + F][kHalfBlock];
   for (int64_t start = 0; start < n; start += kHalfBlock) {
     const int64_t m = std::min(kHalfBlock, n - start);
-    look_up(level, table, reinterpret_cast<const uint16_t*>(x + start), block[0], m);
-    to_floats(level, factor + start, block[1], m);
-    for (int64_t i = 0; i < m; ++i) block[1][i] *= block[0][i];
-    from_floats(level, block[1], out + start, m);
+    for (size_t k = 0; k < K; ++k) look_up(level, tables[k], reinterpret_cast<const uint16_t*>(x + start), block[k], m);
+    for (size_t f = 0; f < F; ++f) to_floats(level, factors[f] + start, block[K + f], m);
+    for (int64_t i = 0; i < m; ++i) combine(block, i);
+    for (size_t o = 0; o < O; ++o) from_floats(level, block[o], out[o] + start, m);
   }
 }
 
@@ -304,16 +313,24 @@ void run_row(Op op, RowOutputs<scalar_t, Op> out, std::array<const scalar_t*, si
     const auto* x = reinterpret_cast<const uint16_t*>(in[0]);
     auto* y = reinterpret_cast<uint16_t*>(out[0]);
     at_cpu_level([&](auto level) __attribute__((always_inline)) { look_up(level, table, x, y, n); });
-  } else if constexpr (kLooksUpSlope<scalar_t, Op, Stride>) {  // op(grad, x) = grad * op(1, x)
-    const float* slopes = float_table<scalar_t>([&](float x) { return float(op(1.f, x)); });
+  } else if constexpr (constexpr Tables tables = tables_taken<scalar_t, Op, Stride>(); tables != Tables::none) {
+    using Math = typename Op::Math;
+    const auto times_factor = [](auto& block, int64_t i) __attribute__((always_inline)) { block[0][i] *= block[1][i]; };
     at_cpu_level([&](auto level) __attribute__((always_inline)) {
-      times_table_row(level, slopes, out[0], in[0], in[1], n);
-    });
-  } else if constexpr (kLooksUpGate<scalar_t, Op, Stride>) {  // op(gate, up) = act(gate) * up
-    using Math = typename GateActivation<Op>::Math;
-    const float* values = float_table<scalar_t>([](float x) { return float(Math::value(x)); });
-    at_cpu_level([&](auto level) __attribute__((always_inline)) {
-      times_table_row(level, values, out[0], in[1], in[0], n);
+      if constexpr (tables == Tables::slope) {  // op(grad, x)
+        table_row(level, std::array{slope_table<scalar_t, Math>()}, in[1], std::array{in[0]}, std::array{out[0]}, n,
+                  times_factor);
+      } else if constexpr (tables == Tables::value) {  // op(gate, up)
+        table_row(level, std::array{value_table<scalar_t, Math>()}, in[0], std::array{in[1]}, std::array{out[0]}, n,
+                  times_factor);
+      } else {  // op(grad, gate, up); blocks: slope, value, grad, up
+        table_row(level, std::array{slope_table<scalar_t, Math>(), value_table<scalar_t, Math>()}, in[1],
+                  std::array{in[0], in[2]}, std::array{out[0], out[1]}, n,
+                  [](auto& block, int64_t i) __attribute__((always_inline)) {
+                    block[0][i] *= block[2][i] * block[3][i];
+                    block[1][i] *= block[2][i];
+                  });
+      }
     });
   } else {
     arithmetic_row(op, out, in, step, words, n, seq);

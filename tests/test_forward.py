@@ -155,15 +155,26 @@ def assert_same_numbers(actual: torch.Tensor, computed: torch.Tensor, name: str)
     assert torch.equal(actual[numbers].view(torch.int16), computed[numbers].view(torch.int16)), name
 
 
+def with_specials(t: torch.Tensor) -> torch.Tensor:
+    """``t`` with inf, NaN and 0 at every 97th element, as a gradient or a gated op's ``up``."""
+    t[::97], t[1::97], t[2::97] = float("inf"), float("nan"), 0.0
+    return t
+
+
+# Rows whose start and length are not multiples of 16 elements, the vector width of the table loops.
+ODD_ROW = slice(5, -6)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_cpu_16_bit_lookups_equal_the_arithmetic(dtype):
     # Contiguous 16-bit rows look their results up in a table that the op's own loop fills once; rows of other
-    # steps compute them. Every bit pattern both ways, out of place, in place and into out=.
+    # steps compute them. Every bit pattern both ways, out of place, in place and into out=, and an odd row.
     x, x_spaced = every_16_bit_pattern(dtype)
     for name, (functional, inplace, _) in FORWARD.items():
         computed = functional(x_spaced).contiguous()
         for looked_up in (functional(x), inplace(x.clone()), functional(x, out=torch.empty_like(x))):
             assert_same_numbers(looked_up, computed, name)
+        assert_same_numbers(functional(x[ODD_ROW]), computed[ODD_ROW], name)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -171,29 +182,69 @@ def test_cpu_16_bit_slope_lookups_equal_the_arithmetic(dtype):
     # SiLU's and GELU's gradients on contiguous 16-bit rows take the slope from a table of op(1, x) and multiply;
     # rows of other steps compute them. Every bit pattern, against gradients of mixed signs, infinities and NaN.
     x, x_spaced = every_16_bit_pattern(dtype)
-    grad = random_data(x.shape, dtype, "cpu", seed=3)
-    grad[::97], grad[1::97], grad[2::97] = float("inf"), float("nan"), 0.0
+    grad = with_specials(random_data(x.shape, dtype, "cpu", seed=3))
     for name in ("silu", "gelu", "gelu_tanh"):
         backward = getattr(torch.ops.act, f"{name}_backward")
-        assert_same_numbers(backward(grad, x), backward(spaced(grad), x_spaced).contiguous(), name)
+        computed = backward(spaced(grad), x_spaced).contiguous()
+        assert_same_numbers(backward(grad, x), computed, name)
+        assert_same_numbers(backward(grad[ODD_ROW], x[ODD_ROW]), computed[ODD_ROW], name)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_cpu_16_bit_gate_lookups_equal_the_arithmetic(dtype):
     # Gated forwards on contiguous 16-bit rows take act(gate) from a table of floats and multiply by up; rows of
-    # other steps compute it. Every bit pattern as the gate, on two tensors and on the merged layout, into out= too.
+    # other steps compute it. Every bit pattern as the gate, on two tensors and on the merged layout, into out=
+    # (a fresh tensor, the gate, the up), and an odd row.
     gate, gate_spaced = every_16_bit_pattern(dtype)
-    up = random_data(gate.shape, dtype, "cpu", seed=4)
-    up[::97], up[1::97], up[2::97] = float("inf"), float("nan"), 0.0
+    up = with_specials(random_data(gate.shape, dtype, "cpu", seed=4))
     for gated in GATED.values():
         computed = gated.ops.pair(gate_spaced, spaced(up)).contiguous()
         merged = torch.cat([gate.view(256, 256), up.view(256, 256)], dim=1)
+        gate_out, up_out = gate.clone(), up.clone()
         for looked_up in (
             gated.ops.pair(gate, up),
             gated.ops.pair_out(gate, up, out=torch.empty_like(gate)),
+            gated.ops.pair_out(gate_out, up, out=gate_out),
+            gated.ops.pair_out(gate, up_out, out=up_out),
             gated.ops.merged(merged).flatten(),
         ):
             assert_same_numbers(looked_up, computed, gated.name)
+        assert_same_numbers(gated.ops.pair(gate[ODD_ROW], up[ODD_ROW]), computed[ODD_ROW], gated.name)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_cpu_16_bit_gated_gradient_lookups_equal_the_arithmetic(dtype):
+    # Gated backwards of SiLU and GELU on contiguous 16-bit rows take act(gate) and its slope from tables of floats:
+    # (grad * up) * slope(gate) and grad * act(gate); rows of other steps compute them. Every bit pattern as the
+    # gate, with infinities, NaN and 0 in grad and up, on two tensors, the merged layout and an odd row.
+    gate, gate_spaced = every_16_bit_pattern(dtype)
+    up = with_specials(random_data(gate.shape, dtype, "cpu", seed=5))
+    grad = with_specials(random_data(gate.shape, dtype, "cpu", seed=6).roll(1))
+    for gated in GATED.values():
+        computed = [g.contiguous() for g in gated.ops.pair_backward(spaced(grad), gate_spaced, spaced(up))]
+        merged = torch.cat([gate.view(256, 256), up.view(256, 256)], dim=1)
+        merged_gradient = gated.ops.merged_backward(grad.view(256, 256), merged)
+        looked_up = {
+            "pair": gated.ops.pair_backward(grad, gate, up),
+            "merged": (merged_gradient[:, :256].flatten(), merged_gradient[:, 256:].flatten()),
+            "odd row": gated.ops.pair_backward(grad[ODD_ROW], gate[ODD_ROW], up[ODD_ROW]),
+        }
+        for form, (grad_gate, grad_up) in looked_up.items():
+            rows = ODD_ROW if form == "odd row" else slice(None)
+            assert_same_numbers(grad_gate, computed[0][rows], f"{gated.name} {form}: gate's gradient")
+            assert_same_numbers(grad_up, computed[1][rows], f"{gated.name} {form}: up's gradient")
+
+
+def test_float64_gelu_at_the_largest_values():
+    # Past |x| = 1e150 exp(-x^2 / 2) drops x^2's rounding error (x^2 overflows) and erfc's scaled part is clamped:
+    # gelu(x) is x above and -0 below, its slope 1 and 0, as torch's, up to the largest finite value.
+    big = torch.tensor([9e149, 1e150, 1.5e150, 1e200, 1e300, torch.finfo(torch.float64).max], dtype=torch.float64)
+    x = torch.cat([big, -big])
+    ones = torch.ones_like(x)
+    expected = torch.cat([big, torch.full_like(big, -0.0)])
+    for value in (torch.ops.act.gelu(x), torch.ops.act.gelu_and_mul(torch.stack([x, ones], 1)).flatten()):
+        assert value.tolist() == expected.tolist() and torch.equal(value.signbit(), expected.signbit())
+    assert torch.ops.act.gelu_backward(ones, x).tolist() == [1.0] * 6 + [0.0] * 6
 
 
 @requires_cuda
