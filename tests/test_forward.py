@@ -1,5 +1,9 @@
 """Forward ops and backward ops against float64 references, over dtypes and layouts."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 from conftest import (
@@ -16,6 +20,7 @@ from conftest import (
     requires_cuda,
 )
 
+import activations_ext
 from activations_ext.catalog import ACTIVATIONS, GATED
 from activations_ext.numerics import ulp_error
 
@@ -233,6 +238,18 @@ def test_cpu_16_bit_gated_gradient_lookups_equal_the_arithmetic(dtype):
             rows = ODD_ROW if form == "odd row" else slice(None)
             assert_same_numbers(grad_gate, computed[0][rows], f"{gated.name} {form}: gate's gradient")
             assert_same_numbers(grad_up, computed[1][rows], f"{gated.name} {form}: up's gradient")
+
+
+@pytest.mark.parametrize("requested", ["default", "avx2"])
+def test_cpu_16_bit_lookups_on_the_narrower_loops(requested):
+    """The lookup tests above in the copies of the CPU loop for CPUs without AVX-512 or AVX2 (one load an element,
+    and gathers of 8), which this machine would otherwise not run."""
+    if requested == "avx2" and activations_ext._C.cpu_loop() == "baseline":
+        pytest.skip("this CPU has no AVX2")
+    env = dict(os.environ, ATEN_CPU_CAPABILITY=requested)
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", "lookups_equal"]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0 and "8 passed," in result.stdout, result.stdout[-3000:] + result.stderr[-3000:]
 
 
 def test_float64_gelu_at_the_largest_values():
