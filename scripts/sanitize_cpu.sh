@@ -11,9 +11,9 @@ cd "$work"
 ACT_FORCE_CPU=1 MAX_JOBS=2 ACT_CXX_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
     ACT_LDFLAGS="-fsanitize=address,undefined" "$python" setup.py -q build_ext --inplace > build.log 2>&1 || { tail -30 build.log; exit 1; }
 # The ASan runtime must come first in the process; torch itself is not instrumented, and its
-# allocations at exit are not ours to report.
+# allocations at exit and its own threads' races (asan_torch.supp) are not ours to report.
 export LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
-    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 PYTHONPATH="$work"
+    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:suppressions=$work/scripts/asan_torch.supp UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 PYTHONPATH="$work"
 "$python" -c "import activations_ext as a; assert a.__file__.startswith('$work'), a.__file__; print('sanitized build:', a._C.__file__)"
 # grep -c reads all of nm's output: grep -q would stop early and fail the pipeline (pipefail).
 [ "$(nm -D activations_ext/_C*.so | grep -c __asan_report)" -gt 0 ] || { echo "the build is not instrumented"; exit 1; }
