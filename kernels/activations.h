@@ -394,7 +394,7 @@ C10_HOST_DEVICE inline float erfc_in_float(float z) {
 // round to 0 anyway, and a subnormal tail is rounded once (exp2 that keeps subnormals spends four more instructions).
 // On the H200 16-bit GELU is bound by its instructions per element.
 __device__ inline float normal_cdf_16_bit(float x) {
-  constexpr double kLog2e = 1.4426950408889634;
+  constexpr double kLog2e = ExpArithmetic<double>::kLog2e;
   constexpr float kScaled[] = {float(0.22879079 * kLog2e), float(-0.70919234 * kLog2e), float(0.47449490 * kLog2e),
                                float(0.25444227 * kLog2e), float(1.01801378 * kLog2e),
                                float(-1.26654178 * kLog2e + 23)};
@@ -512,15 +512,15 @@ struct OverMath {
 
 template <class Math, typename scalar_t>
 struct MathForward : OverMath<Math, scalar_t, 1> {
-  C10_HOST_DEVICE C10_ALWAYS_INLINE opmath_t<scalar_t> operator()(opmath_t<scalar_t> x) const {
-    return opmath_t<scalar_t>(Math::value(x));
-  }
+  using acc_t = opmath_t<scalar_t>;
+  C10_HOST_DEVICE C10_ALWAYS_INLINE acc_t operator()(acc_t x) const { return acc_t(Math::value(x)); }
 };
 
 template <class Math, typename scalar_t>
 struct MathBackward : OverMath<Math, scalar_t, 2> {
-  C10_HOST_DEVICE C10_ALWAYS_INLINE opmath_t<scalar_t> operator()(opmath_t<scalar_t> grad, opmath_t<scalar_t> x) const {
-    return opmath_t<scalar_t>(Math::gradient(grad, x));
+  using acc_t = opmath_t<scalar_t>;
+  C10_HOST_DEVICE C10_ALWAYS_INLINE acc_t operator()(acc_t grad, acc_t x) const {
+    return acc_t(Math::gradient(grad, x));
   }
 };
 

@@ -10,6 +10,8 @@
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(_M_X64)
+#include <xmmintrin.h>
 #endif
 
 #include "cpu_math.h"
@@ -181,10 +183,27 @@ constexpr bool kLooksUp = sizeof(scalar_t) == 2 && Op::arity == 1 && OutputsOf<O
                           !IsRandom<Op>::value && std::is_same_v<typename Op::Args, NoArgs> &&
                           !std::is_same_v<typename Op::acc_t, scalar_t> && std::is_same_v<Stride, UnitStride>;
 
+// Keeps subnormal inputs and results while a table is filled: its entries are the op's results whatever
+// flush-to-zero mode (torch.set_flush_denormal, x86's only) the thread that first needs it is in.
+class SubnormalsKept {
+#if defined(__x86_64__) || defined(_M_X64)
+ public:
+  SubnormalsKept() { _mm_setcsr(saved_ & ~kFlushBits); }
+  ~SubnormalsKept() { _mm_setcsr(saved_); }
+  SubnormalsKept(const SubnormalsKept&) = delete;
+  SubnormalsKept& operator=(const SubnormalsKept&) = delete;
+
+ private:
+  static constexpr unsigned kFlushBits = 0x8040;  // MXCSR's flush-to-zero (bit 15) and denormals-are-zero (bit 6)
+  const unsigned saved_ = _mm_getcsr();
+#endif
+};
+
 // op's result for each 16-bit pattern, and one entry more: a gather reads an entry's 2 bytes and the next 2.
 template <typename scalar_t, typename Op>
 const uint16_t* result_table(const Op& op) {
   static const std::vector<uint16_t> table = [&] {
+    const SubnormalsKept exact;
     std::vector<uint16_t> patterns(65536), results(65537);
     std::iota(patterns.begin(), patterns.end(), uint16_t(0));
     arithmetic_row(op, RowOutputs<scalar_t, Op>{reinterpret_cast<scalar_t*>(results.data())},
@@ -209,7 +228,7 @@ template <int kLanes, typename Entry, typename Gather>
 C10_ALWAYS_INLINE void gathered(const Entry* table, const uint16_t* x, Entry* y, int64_t n, Gather gather) {
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) gather(x + i, y + i);
-  for (; i < n; ++i) y[i] = table[x[i]];
+  look_up(std::integral_constant<int, 0>{}, table, x + i, y + i, n - i);
 }
 
 // A 16-bit entry is gathered as 4 bytes, the entry in their low half (the tables hold one entry more).
@@ -248,6 +267,7 @@ __attribute__((target("arch=x86-64-v4"))) void look_up(std::integral_constant<in
 template <typename scalar_t, typename F>
 const float* float_table(const F& f) {
   static const std::vector<float> table = [&] {
+    const SubnormalsKept exact;
     std::vector<float> entries(65536);
     for (uint32_t pattern = 0; pattern < entries.size(); ++pattern) {
       entries[pattern] = f(static_cast<float>(bits_as<scalar_t>(uint16_t(pattern))));

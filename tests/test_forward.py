@@ -252,6 +252,34 @@ def test_cpu_16_bit_lookups_on_the_narrower_loops(requested):
     assert result.returncode == 0 and "8 passed," in result.stdout, result.stdout[-3000:] + result.stderr[-3000:]
 
 
+FILL_TABLES_WHILE_FLUSHING = """
+import sys, pytest, torch, activations_ext
+torch.set_num_threads(1)  # the tables are filled on this thread, the one that flushes
+if not torch.set_flush_denormal(True):
+    sys.exit(3)
+for dtype in (torch.float16, torch.bfloat16):
+    x = torch.arange(-(1 << 15), 1 << 15, dtype=torch.int32).to(torch.int16).view(dtype)
+    for name in ("silu", "gelu", "gelu_tanh", "selu", "relu"):
+        getattr(torch.ops.act, name)(x)
+    for name in ("silu", "gelu", "gelu_tanh"):
+        getattr(torch.ops.act, f"{name}_backward")(x, x)
+        getattr(torch.ops.act, f"{name}_mul")(x, x)
+        getattr(torch.ops.act, f"{name}_mul_backward")(x, x, x)
+torch.set_flush_denormal(False)
+sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", sys.argv[1], "-k", "lookups_equal and not narrower"]))
+"""
+
+
+def test_cpu_16_bit_tables_filled_while_flushing_subnormals_hold_them():
+    """A table filled on a thread that flushes subnormals (torch.set_flush_denormal) still holds the op's results:
+    a fresh process fills every table with flushing on, turns it off and reruns the lookup tests."""
+    command = [sys.executable, "-c", FILL_TABLES_WHILE_FLUSHING, __file__]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    if result.returncode == 3:
+        pytest.skip("torch.set_flush_denormal is not supported on this CPU")
+    assert result.returncode == 0 and "8 passed" in result.stdout, result.stdout[-3000:] + result.stderr[-3000:]
+
+
 def test_float64_gelu_at_the_largest_values():
     # Past |x| = 1e150 exp(-x^2 / 2) drops x^2's rounding error (x^2 overflows) and erfc's scaled part is clamped:
     # gelu(x) is x above and -0 below, its slope 1 and 0, as torch's, up to the largest finite value.
