@@ -8,8 +8,10 @@ others on the halves of x; ``pair``: two contiguous ``[rows, d]`` tensors from s
 (``act(gate) * up``), torch.compile of that expression, Liger-Kernel's fused SwiGLU (silu only, where
 ``liger_kernel`` is installed), and a device copy moving the same bytes (the roofline: forward, read 2d and write d
 per row; backward, read the gradient and 2d, write 2d). Each figure is the median of interleaved runs on a cold L2
-(CUDA events; wall clock on the CPU). ``--mlp`` adds a compiled GatedMLP (4096 -> 14336 -> 4096, 8192 tokens on
-CUDA) forward plus backward against the same block compiled with ``F.silu``, with each one's peak memory (CUDA).
+(CUDA events; wall clock on the CPU). Beside ours' device time, its wall clock per pass over passes queued back to
+back (``wall us``): where that is the larger, the host sets the pace (dispatch, autograd, allocation), not the GPU.
+``--mlp`` adds a compiled GatedMLP (4096 -> 14336 -> 4096, 8192 tokens on CUDA) forward plus backward against the
+same block compiled with ``F.silu``, with each one's peak memory (CUDA).
 """
 
 import argparse
@@ -24,7 +26,7 @@ from bench import DTYPES
 
 import activations_ext
 from activations_ext.catalog import GATED
-from activations_ext.timing import interleaved_median_seconds
+from activations_ext.timing import interleaved_median_seconds, per_call_seconds
 
 CUDA_SHAPES = ["8192x14336", "4096x4096", "256x4096"]
 CPU_SHAPES = ["256x4096", "64x1024"]
@@ -54,6 +56,7 @@ class Row:
     compile_us: float
     liger_us: float | None
     copy_us: float
+    ours_wall_us: float  # wall clock per pass of ours, passes back to back: the host's pace where above ours_us
 
     @property
     def percent_of_copy(self) -> float:
@@ -98,6 +101,7 @@ def measure(op: str, layout: str, mode: str, dtype: torch.dtype, shape: str, dev
     variants = {name: (lambda p=p, i=variant_inputs[name]: p(*i)) for name, p in passes.items()}
     variants["copy"] = lambda: target.copy_(source)
     us = {name: t * 1e6 for name, t in interleaved_median_seconds(variants, device).items()}
+    wall = per_call_seconds({"ours": variants["ours"]}, device, calls=20, rounds=7)["ours"]
     return Row(
         device.type,
         op,
@@ -110,6 +114,7 @@ def measure(op: str, layout: str, mode: str, dtype: torch.dtype, shape: str, dev
         us["compile"],
         us.get("liger"),
         us["copy"],
+        wall * 1e6,
     )
 
 
@@ -157,14 +162,15 @@ def measure_mlp(dtype: torch.dtype, device: torch.device, tokens: int, sizes: tu
 def format_rows(rows: list[Row]) -> str:
     head = (
         f"{'device':6} {'op':17} {'layout':6} {'mode':7} {'dtype':9} {'shape':11} {'ours us':>9} {'%copy':>6} "
-        f"{'vs eager':>8} {'vs compile':>10} {'vs liger':>8}"
+        f"{'vs eager':>8} {'vs compile':>10} {'vs liger':>8} {'wall us':>9}"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
         liger = f"{r.liger_us / r.ours_us:7.2f}x" if r.liger_us else f"{'-':>8}"
         lines.append(
             f"{r.device:6} {r.op:17} {r.layout:6} {r.mode:7} {r.dtype:9} {r.shape:11} {r.ours_us:9.1f} "
-            f"{r.percent_of_copy:5.1f}% {r.eager_us / r.ours_us:7.2f}x {r.compile_us / r.ours_us:9.2f}x {liger}"
+            f"{r.percent_of_copy:5.1f}% {r.eager_us / r.ours_us:7.2f}x {r.compile_us / r.ours_us:9.2f}x {liger} "
+            f"{r.ours_wall_us:9.1f}"
         )
     return "\n".join(lines)
 
