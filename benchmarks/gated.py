@@ -101,7 +101,7 @@ def measure(op: str, layout: str, mode: str, dtype: torch.dtype, shape: str, dev
     variants = {name: (lambda p=p, i=variant_inputs[name]: p(*i)) for name, p in passes.items()}
     variants["copy"] = lambda: target.copy_(source)
     us = {name: t * 1e6 for name, t in interleaved_median_seconds(variants, device).items()}
-    wall = per_call_seconds({"ours": variants["ours"]}, device, calls=20, rounds=7)["ours"]
+    wall = per_call_seconds({"ours": variants["ours"]}, device, calls=100, rounds=5)["ours"]
     return Row(
         device.type,
         op,
