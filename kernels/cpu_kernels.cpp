@@ -11,7 +11,7 @@
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
 #elif defined(_M_X64)
-#include <xmmintrin.h>
+#include <pmmintrin.h>
 #endif
 
 #include "cpu_math.h"
@@ -184,18 +184,33 @@ constexpr bool kLooksUp = sizeof(scalar_t) == 2 && Op::arity == 1 && OutputsOf<O
                           !std::is_same_v<typename Op::acc_t, scalar_t> && std::is_same_v<Stride, UnitStride>;
 
 // Keeps subnormal inputs and results while a table is filled: its entries are the op's results whatever
-// flush-to-zero mode (torch.set_flush_denormal, x86's only) the thread that first needs it is in.
+// flush-to-zero mode (torch.set_flush_denormal: x86's MXCSR, AArch64's FPCR) the thread that first needs it is in.
 class SubnormalsKept {
-#if defined(__x86_64__) || defined(_M_X64)
  public:
-  SubnormalsKept() { _mm_setcsr(saved_ & ~kFlushBits); }
-  ~SubnormalsKept() { _mm_setcsr(saved_); }
   SubnormalsKept(const SubnormalsKept&) = delete;
   SubnormalsKept& operator=(const SubnormalsKept&) = delete;
+#if defined(__x86_64__) || defined(_M_X64)
+  SubnormalsKept() { _mm_setcsr(saved_ & ~kFlushBits); }
+  ~SubnormalsKept() { _mm_setcsr(saved_); }
 
  private:
-  static constexpr unsigned kFlushBits = 0x8040;  // MXCSR's flush-to-zero (bit 15) and denormals-are-zero (bit 6)
+  static constexpr unsigned kFlushBits = _MM_FLUSH_ZERO_MASK | _MM_DENORMALS_ZERO_MASK;
   const unsigned saved_ = _mm_getcsr();
+#elif defined(__aarch64__)
+  SubnormalsKept() { write(saved_ & ~kFlushToZero); }
+  ~SubnormalsKept() { write(saved_); }
+
+ private:
+  static uint64_t read() {
+    uint64_t fpcr;
+    __asm__ __volatile__("mrs %0, fpcr" : "=r"(fpcr));
+    return fpcr;
+  }
+  static void write(uint64_t fpcr) { __asm__ __volatile__("msr fpcr, %0" : : "r"(fpcr)); }
+  static constexpr uint64_t kFlushToZero = uint64_t(1) << 24;  // FPCR.FZ
+  const uint64_t saved_ = read();
+#else
+  SubnormalsKept() = default;
 #endif
 };
 
@@ -203,7 +218,7 @@ class SubnormalsKept {
 template <typename scalar_t, typename Op>
 const uint16_t* result_table(const Op& op) {
   static const std::vector<uint16_t> table = [&] {
-    const SubnormalsKept exact;
+    [[maybe_unused]] const SubnormalsKept exact;
     std::vector<uint16_t> patterns(65536), results(65537);
     std::iota(patterns.begin(), patterns.end(), uint16_t(0));
     arithmetic_row(op, RowOutputs<scalar_t, Op>{reinterpret_cast<scalar_t*>(results.data())},
@@ -267,7 +282,7 @@ __attribute__((target("arch=x86-64-v4"))) void look_up(std::integral_constant<in
 template <typename scalar_t, typename F>
 const float* float_table(const F& f) {
   static const std::vector<float> table = [&] {
-    const SubnormalsKept exact;
+    [[maybe_unused]] const SubnormalsKept exact;
     std::vector<float> entries(65536);
     for (uint32_t pattern = 0; pattern < entries.size(); ++pattern) {
       entries[pattern] = f(static_cast<float>(bits_as<scalar_t>(uint16_t(pattern))));

@@ -132,7 +132,8 @@ inline LaunchPlan plan_launch(const StridedView& view, int64_t index_base, const
     }
   }
   const int64_t per_block = int64_t(kThreads) * plan.unroll;
-  const int64_t needed = std::max((plan.n_packs + per_block - 1) / per_block, (plan.n_singles + kThreads - 1) / kThreads);
+  const int64_t needed =
+      std::max((plan.n_packs + per_block - 1) / per_block, (plan.n_singles + kThreads - 1) / kThreads);
   plan.blocks = std::clamp<int64_t>(needed, 1, max_blocks);
   return plan;
 }

@@ -1,6 +1,7 @@
 """Forward ops and backward ops against float64 references, over dtypes and layouts."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -256,7 +257,7 @@ FILL_TABLES_WHILE_FLUSHING = """
 import sys, pytest, torch, activations_ext
 torch.set_num_threads(1)  # the tables are filled on this thread, the one that flushes
 if not torch.set_flush_denormal(True):
-    sys.exit(3)
+    sys.exit(77)
 for dtype in (torch.float16, torch.bfloat16):
     x = torch.arange(-(1 << 15), 1 << 15, dtype=torch.int32).to(torch.int16).view(dtype)
     for name in ("silu", "gelu", "gelu_tanh", "selu", "relu"):
@@ -266,7 +267,7 @@ for dtype in (torch.float16, torch.bfloat16):
         getattr(torch.ops.act, f"{name}_mul")(x, x)
         getattr(torch.ops.act, f"{name}_mul_backward")(x, x, x)
 torch.set_flush_denormal(False)
-sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", sys.argv[1], "-k", "lookups_equal and not narrower"]))
+sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", sys.argv[1], "-k", "lookups_equal"]))
 """
 
 
@@ -275,9 +276,10 @@ def test_cpu_16_bit_tables_filled_while_flushing_subnormals_hold_them():
     a fresh process fills every table with flushing on, turns it off and reruns the lookup tests."""
     command = [sys.executable, "-c", FILL_TABLES_WHILE_FLUSHING, __file__]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    if result.returncode == 3:
+    if result.returncode == 77:
         pytest.skip("torch.set_flush_denormal is not supported on this CPU")
-    assert result.returncode == 0 and "8 passed" in result.stdout, result.stdout[-3000:] + result.stderr[-3000:]
+    passed = re.search(r"(?<!\d)8 passed", result.stdout)
+    assert result.returncode == 0 and passed, result.stdout[-3000:] + result.stderr[-3000:]
 
 
 def test_float64_gelu_at_the_largest_values():

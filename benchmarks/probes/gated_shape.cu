@@ -40,9 +40,10 @@ float gated_ms(T* x, T* up, T* out, long rows, long d, long blocks, void* flush)
   rows_of.packs = FastDivmod(uint32_t((D == 1 ? d : rows * d) / kVec));
   const uint32_t n_packs = uint32_t(rows * d / kVec);
   if (blocks == 0) blocks = (n_packs + kThreads * Unroll - 1) / (kThreads * Unroll);
-  return cold_median_ms(
-      [&] { strided_activation_kernel<kVec, Unroll, T, Op, D><<<blocks, kThreads>>>(Op{}, ptr, rows_of, n_packs, 0, 0); },
-      flush);
+  const auto launch = [&] {
+    strided_activation_kernel<kVec, Unroll, T, Op, D><<<blocks, kThreads>>>(Op{}, ptr, rows_of, n_packs, 0, 0);
+  };
+  return cold_median_ms(launch, flush);
 }
 
 int main() {
@@ -67,31 +68,32 @@ int main() {
     fill<__nv_bfloat16>(x, 2 * rows * d * 2);
     fill<__nv_bfloat16>(up, rows * d * 2);
     const long n = bytes / 2 / 16, half = rows * d * 2 / 16;
+    const auto* in = static_cast<const Bytes16*>(copy_in);
     const float copy = cold_median_ms(
-        [&] {
-          copy_kernel<<<(n + 255) / 256, 256>>>(static_cast<const Bytes16*>(copy_in), static_cast<Bytes16*>(copy_out), n);
-        },
-        flush);
-    const float memcpy = cold_median_ms(
+        [&] { copy_kernel<<<(n + 255) / 256, 256>>>(in, static_cast<Bytes16*>(copy_out), n); }, flush);
+    const float memcpy_ms = cold_median_ms(
         [&] { cudaMemcpyAsync(copy_out, copy_in, bytes / 2, cudaMemcpyDeviceToDevice); }, flush);
+    const auto *xb = static_cast<const Bytes16*>(x), *ub = static_cast<const Bytes16*>(up);
     const float two_to_one = cold_median_ms(
-        [&] {
-          xor_kernel<<<(half + 255) / 256, 256>>>(static_cast<const Bytes16*>(x), static_cast<const Bytes16*>(up),
-                                                  static_cast<Bytes16*>(out), half);
-        },
-        flush);
+        [&] { xor_kernel<<<(half + 255) / 256, 256>>>(xb, ub, static_cast<Bytes16*>(out), half); }, flush);
     T *xt = static_cast<T*>(x), *ut = static_cast<T*>(up), *ot = static_cast<T*>(out);
-    auto pct = [&](float ms) { return 100 * copy / ms; };
-    printf("%ldx%ld (%ld MiB, copy %.1f us, cudaMemcpy %.1f%%): 2-to-1 xor %.1f%% | relu merged U1 %.1f%%, U2 %.1f%%, U4 %.1f%%, "
-           "U1 over 4 waves %.1f%%, 8 waves %.1f%% | relu pair U1 %.1f%%, U2 %.1f%% | silu merged U1 %.1f%%, U2 %.1f%%, "
-           "pair U1 %.1f%%\n",
-           rows, d, bytes >> 20, copy * 1e3, pct(memcpy), pct(two_to_one), pct(gated_ms<Relu, 1, 1>(xt, ut, ot, rows, d, 0, flush)),
-           pct(gated_ms<Relu, 1, 2>(xt, ut, ot, rows, d, 0, flush)), pct(gated_ms<Relu, 1, 4>(xt, ut, ot, rows, d, 0, flush)),
-           pct(gated_ms<Relu, 1, 1>(xt, ut, ot, rows, d, 4 * wave, flush)),
-           pct(gated_ms<Relu, 1, 1>(xt, ut, ot, rows, d, 8 * wave, flush)),
-           pct(gated_ms<Relu, 0, 1>(xt, ut, ot, rows, d, 0, flush)), pct(gated_ms<Relu, 0, 2>(xt, ut, ot, rows, d, 0, flush)),
-           pct(gated_ms<Silu, 1, 1>(xt, ut, ot, rows, d, 0, flush)), pct(gated_ms<Silu, 1, 2>(xt, ut, ot, rows, d, 0, flush)),
-           pct(gated_ms<Silu, 0, 1>(xt, ut, ot, rows, d, 0, flush)));
+    const auto pct = [&](float ms) { return 100 * copy / ms; };
+    const float relu_u1 = gated_ms<Relu, 1, 1>(xt, ut, ot, rows, d, 0, flush);
+    const float relu_u2 = gated_ms<Relu, 1, 2>(xt, ut, ot, rows, d, 0, flush);
+    const float relu_u4 = gated_ms<Relu, 1, 4>(xt, ut, ot, rows, d, 0, flush);
+    const float relu_4_waves = gated_ms<Relu, 1, 1>(xt, ut, ot, rows, d, 4 * wave, flush);
+    const float relu_8_waves = gated_ms<Relu, 1, 1>(xt, ut, ot, rows, d, 8 * wave, flush);
+    const float relu_pair_u1 = gated_ms<Relu, 0, 1>(xt, ut, ot, rows, d, 0, flush);
+    const float relu_pair_u2 = gated_ms<Relu, 0, 2>(xt, ut, ot, rows, d, 0, flush);
+    const float silu_u1 = gated_ms<Silu, 1, 1>(xt, ut, ot, rows, d, 0, flush);
+    const float silu_u2 = gated_ms<Silu, 1, 2>(xt, ut, ot, rows, d, 0, flush);
+    const float silu_pair_u1 = gated_ms<Silu, 0, 1>(xt, ut, ot, rows, d, 0, flush);
+    printf("%ldx%ld (%ld MiB, copy %.1f us, cudaMemcpy %.1f%%): 2-to-1 xor %.1f%% | relu merged U1 %.1f%%, "
+           "U2 %.1f%%, U4 %.1f%%, U1 over 4 waves %.1f%%, 8 waves %.1f%% | relu pair U1 %.1f%%, U2 %.1f%% | "
+           "silu merged U1 %.1f%%, U2 %.1f%%, pair U1 %.1f%%\n",
+           rows, d, bytes >> 20, copy * 1e3, pct(memcpy_ms), pct(two_to_one), pct(relu_u1), pct(relu_u2),
+           pct(relu_u4), pct(relu_4_waves), pct(relu_8_waves), pct(relu_pair_u1), pct(relu_pair_u2), pct(silu_u1),
+           pct(silu_u2), pct(silu_pair_u1));
     CHECK(cudaGetLastError());
     for (void* p : {x, up, out, copy_in, copy_out}) cudaFree(p);
   }
