@@ -111,7 +111,7 @@ def test_cpu_loop_follows_aten_capability():
 
 
 @pytest.mark.parametrize("requested", ["default", "avx2"])
-def test_narrower_cpu_loops_within_bounds(requested):
+def test_narrower_cpu_loops_within_bounds(requested, tmp_path):
     """The copies of the CPU loop for CPUs without AVX-512 or AVX2, which this machine would otherwise not run."""
     script = (
         "import json, torch, activations_ext; from activations_ext.numerics import max_ulp_errors, "
@@ -121,7 +121,9 @@ def test_narrower_cpu_loops_within_bounds(requested):
     if requested == "avx2" and not X86_64_V3 <= cpu_flags():
         pytest.skip("this CPU has no AVX2")
     env = dict(os.environ, ATEN_CPU_CAPABILITY=requested)
-    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    # From outside the checkout, whose package has no compiled module unless it was installed editable.
+    command = [sys.executable, "-c", script]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     capability, loop, violations = json.loads(result.stdout.splitlines()[-1])
     assert capability == requested.upper() and loop == cpu_loop_for(capability) and violations == []
