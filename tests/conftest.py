@@ -3,6 +3,7 @@ import functools
 import glob
 import math
 import os
+import subprocess
 import sys
 from collections.abc import Callable
 from typing import NamedTuple
@@ -22,6 +23,15 @@ import activations_ext  # noqa: E402, F401  (registers the ops)
 from activations_ext.catalog import ACTIVATIONS, ONE_ROUNDING_RTOL  # noqa: E402
 from activations_ext.numerics import DTYPES, SELU_ALPHA, SELU_SCALE  # noqa: E402, F401  (DTYPES: for the tests)
 from activations_ext.numerics import selu_reference as selu_ref  # noqa: E402, F401  (for the tests)
+
+
+def python_outside_checkout(
+    args: list[str], cwd: os.PathLike, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """``python args`` run from ``cwd``, a directory outside the checkout: from inside, the checkout's package comes
+    first on sys.path and has no compiled module unless it was installed editable. Text output captured."""
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
 
 HAS_CUDA = torch.cuda.is_available()
 requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU visible")

@@ -17,6 +17,7 @@ from conftest import (
     inside_guarded_storage,
     make_layout,
     odd_sizes,
+    python_outside_checkout,
     random_data,
     requires_cuda,
 )
@@ -274,9 +275,7 @@ sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", sys.argv[1], "-k", "lookup
 def test_cpu_16_bit_tables_filled_while_flushing_subnormals_hold_them(tmp_path):
     """A table filled on a thread that flushes subnormals (torch.set_flush_denormal) still holds the op's results:
     a fresh process fills every table with flushing on, turns it off and reruns the lookup tests."""
-    command = [sys.executable, "-c", FILL_TABLES_WHILE_FLUSHING, __file__]
-    # From outside the checkout, as test_hardening's narrower loops: the checkout's package may lack its build.
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    result = python_outside_checkout(["-c", FILL_TABLES_WHILE_FLUSHING, __file__], tmp_path)
     if result.returncode == 77:
         pytest.skip("torch.set_flush_denormal is not supported on this CPU")
     passed = re.search(r"(?<!\d)8 passed", result.stdout)

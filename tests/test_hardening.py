@@ -5,8 +5,6 @@ import functools
 import json
 import math
 import os
-import subprocess
-import sys
 import threading
 
 import pytest
@@ -19,6 +17,7 @@ from conftest import (
     SELU_ALPHA,
     SELU_SCALE,
     assert_matches,
+    python_outside_checkout,
     random_data,
     requires_cuda,
     selu_ref,
@@ -121,9 +120,7 @@ def test_narrower_cpu_loops_within_bounds(requested, tmp_path):
     if requested == "avx2" and not X86_64_V3 <= cpu_flags():
         pytest.skip("this CPU has no AVX2")
     env = dict(os.environ, ATEN_CPU_CAPABILITY=requested)
-    # From outside the checkout, whose package has no compiled module unless it was installed editable.
-    command = [sys.executable, "-c", script]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    result = python_outside_checkout(["-c", script], tmp_path, env)
     assert result.returncode == 0, result.stderr[-3000:]
     capability, loop, violations = json.loads(result.stdout.splitlines()[-1])
     assert capability == requested.upper() and loop == cpu_loop_for(capability) and violations == []
