@@ -155,10 +155,10 @@ _ERFC_DOUBLE_Q = (
 )
 
 
-def _erfc_arithmetic(z: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+def _erfc_arithmetic(z: torch.Tensor, dtype: torch.dtype, exp_minus_square: torch.Tensor | None) -> torch.Tensor:
     """The kernels' erfc in z's arithmetic for storage ``dtype`` (``erfc_in_float``, ``erfc_for_float32``), step for
-    step: t = 1 / (1 + |z| / 2), then in float t exp(P(t) - z^2), in double t exp(-z^2) Q(t), with the kernels' exp on
-    z's device (``_gelu_exp``); 2 - erfc(-z) for z < 0."""
+    step: t = 1 / (1 + |z| / 2), then in float t exp(P(t) - z^2) with the kernels' exp on z's device (``_gelu_exp``),
+    in double t exp(-z^2) Q(t) with the caller's ``exp_minus_square`` (GELU's exp(-x^2 / 2)); 2 - erfc(-z) for z < 0."""
     a = z.abs()
     t = 1.0 / (1.0 + 0.5 * a)
     coefficients = _ERFC_DOUBLE_Q if z.dtype == torch.float64 else [_to_float32(c) for c in _ERFC_FLOAT_P]
@@ -166,7 +166,7 @@ def _erfc_arithmetic(z: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     for c in coefficients:
         poly = poly * t + c
     if z.dtype == torch.float64:
-        tail = t * _gelu_exp(-a * a, dtype) * poly
+        tail = t * exp_minus_square * poly
     else:
         tail = t * _gelu_exp(poly - a * a, dtype)
     return torch.where(z >= 0, tail, 2.0 - tail)
@@ -346,7 +346,8 @@ def _gelu_value(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
     if not _erf_gelu_decomposes(x, dtype):
         return None
     xm = _gelu_math(x, dtype)
-    return xm * (0.5 * _erfc_arithmetic(-xm * SQRT_HALF, dtype))
+    exp_half_square = _gelu_exp(-0.5 * (xm * xm), dtype) if xm.dtype == torch.float64 else None
+    return xm * (0.5 * _erfc_arithmetic(-xm * SQRT_HALF, dtype, exp_half_square))
 
 
 def _gelu_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
@@ -355,7 +356,7 @@ def _gelu_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype) -> t
         return None
     xm = _gelu_math(x, dtype)
     exp_half_square = _gelu_exp(-0.5 * (xm * xm), dtype)
-    cdf = 0.5 * _erfc_arithmetic(-xm * SQRT_HALF, dtype)
+    cdf = 0.5 * _erfc_arithmetic(-xm * SQRT_HALF, dtype, exp_half_square)
     return grad.to(xm.dtype) * (cdf + xm * exp_half_square * (1 / math.sqrt(2 * math.pi)))
 
 

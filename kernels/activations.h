@@ -225,15 +225,17 @@ C10_HOST_DEVICE inline T polynomial(const T (&c)[N], T s) {
 // elements on one AVX-512 core, where torch's own float32 GELU takes 0.4 ms) and CUDA's erfc on the GPU (float32 GELU
 // at 34% of a copy on the H200, 46% on the H100; this form 47% and 64%): t exp(-z^2) Q(t) with t = 1 / (1 + |z| / 2),
 // Q of degree 12 fitted to erfc(z) exp(z^2) / t over z in [0, 27] (relative error below 1.1e-9; past 27 exp(-z^2) is
-// 0 or subnormal, and so is every float32 result made from it), and 2 - erfc(-z) for z < 0.
-C10_HOST_DEVICE inline double erfc_for_float32(double z) {
+// 0 or subnormal, and so is every float32 result made from it), and 2 - erfc(-z) for z < 0. exp(-z^2) is the
+// caller's: GELU's exp(-x^2 / 2), whose argument is exact in double for float32 x, and which its slope takes too.
+C10_HOST_DEVICE inline double erfc_for_float32(double z, double exp_minus_square) {
   const double a = fabs(z);
   const double t = 1 / (1 + 0.5 * a);
   constexpr double kCoefficients[] = {
       -0.025157908959034078, 0.14367080035696758, -0.31115763918780098, 0.25770721455786455,  0.073078175298598946,
       -0.23067288195436972,  0.061508810764468777, -0.049278210240139939, 0.094444760014485471, 0.1746931337938761,
       0.24698149304769285,   0.28208730350325883,  0.282094948654663};
-  const double tail = t * exp_nonpositive_for_float32(-a * a) * polynomial(kCoefficients, t);
+  const double q = polynomial(kCoefficients, t);
+  const double tail = t * exp_minus_square * q;
   return z >= 0 ? tail : 2 - tail;
 }
 
@@ -682,17 +684,20 @@ __device__ __forceinline__ double reciprocal_from_float(double d) {
 // reciprocal_from_float's reciprocal), unrounded (SiLU's ops round them; its gated forms take the products with up
 // and grad * up first). Below x = -200 the value, and below -300 the gradient, times any float32 factor (grad * up
 // reaches 1.2e77) rounds to 0: there they are x * 0 (NaN at -inf, as torch's x / (1 + exp(-x))); the gradient at
-// +inf is NaN too (torch's inf * 0).
-__device__ __forceinline__ double silu_value_from_float(float x) {
+// +inf is NaN too (torch's inf * 0). Both take exp(-|x|) clamped at -300, so that a gated backward computes it once.
+__device__ __forceinline__ double silu_exp_from_float(float x) {
   const float exp_arg = -fabsf(x);
-  const double t = exp_nonpositive_from_float(exp_arg >= -200.f ? exp_arg : -200.f);  // NaN too
+  return exp_nonpositive_from_float(exp_arg >= -300.f ? exp_arg : -300.f);  // NaN too
+}
+
+__device__ __forceinline__ double silu_value_from_float(float x) {
+  const double t = silu_exp_from_float(x);
   const double value = double(x) * (x < 0.f ? t : 1.0) * reciprocal_from_float(1.0 + t);
   return x < -200.f ? double(x) * 0.0 : value;
 }
 
 __device__ __forceinline__ double silu_gradient_from_float(double grad, float x_in) {
-  const float exp_arg = -fabsf(x_in);
-  const double t = exp_nonpositive_from_float(exp_arg >= -300.f ? exp_arg : -300.f);  // NaN too
+  const double t = silu_exp_from_float(x_in);
   const double x = x_in < -300.f ? double(x_in) * 0 - 300 : double(x_in);
   const double d = 1.0 + t;
   const double sigmoid_numerator = x_in < 0.f ? t : 1.0;
@@ -807,7 +812,7 @@ C10_HOST_DEVICE inline math_t exp_half_square(math_t x) {
   }
 }
 
-// Phi(x) = erfc(-x / sqrt 2) / 2, given exp(-x^2 / 2), float64's factor of erfc away from 0. Always inlined, as
+// Phi(x) = erfc(-x / sqrt 2) / 2, given exp(-x^2 / 2), the factor of erfc in double (away from 0). Always inlined, as
 // the functors over a Math.
 template <typename scalar_t, typename math_t>
 C10_HOST_DEVICE C10_ALWAYS_INLINE math_t normal_cdf(math_t x, math_t exp_half_square_x) {
@@ -819,7 +824,7 @@ C10_HOST_DEVICE C10_ALWAYS_INLINE math_t normal_cdf(math_t x, math_t exp_half_sq
     return 0.5f * erfc_in_float<scalar_t>(z);
 #endif
   } else if constexpr (!std::is_same_v<scalar_t, double>) {
-    return 0.5 * erfc_for_float32(z);
+    return 0.5 * erfc_for_float32(z, exp_half_square_x);
   } else {
     // Near 0, (1 - erf(z)) / 2, a sum that does not cancel for z in (-1, 1/2); elsewhere erfc(z) / 2 from erfc(|z|),
     // as 1 - erfc(-z) / 2 for z < 0. Each form chosen by a factor of 0 or 1 (a select of exp's result would keep the
@@ -842,7 +847,7 @@ struct GeluMath {
   using math_t = gelu_math_t<scalar_t>;
   static constexpr bool tabulated = true;
   C10_HOST_DEVICE C10_ALWAYS_INLINE static math_t value(math_t x) {
-    const math_t e = std::is_same_v<scalar_t, double> ? exp_half_square<scalar_t>(x) : math_t(0);
+    const math_t e = std::is_same_v<math_t, double> ? exp_half_square<scalar_t>(x) : math_t(0);
     return x * normal_cdf<scalar_t>(x, e);
   }
   C10_HOST_DEVICE C10_ALWAYS_INLINE static math_t gradient(math_t grad, math_t x) {
