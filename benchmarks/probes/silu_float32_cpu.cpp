@@ -1,7 +1,8 @@
 // What float32 SiLU's accuracy costs on an AVX-512 CPU (docs/design/silu.md): torch's CPU form (Sleef's expf and a
-// division, 16 lanes), the shipped one (x / (1 + exp(-x)) in double over Sleef's exp, 8 lanes, one rounding), and two
-// in float alone, 16 lanes: float pairs rounded once, and an exp to about 2^-26 with the quotient corrected by its
-// remainder (within 1 ulp). For each: the time per element over 2^16 inputs of mixed signs in L2 on one core (the
+// division, 16 lanes), the shipped one (x / (1 + exp(-x)) in double over Sleef's exp, 8 lanes, one rounding), and three
+// in float alone, 16 lanes: float pairs rounded once, an exp to about 2^-26 with the quotient corrected by its
+// remainder (within 1 ulp), and the same exp in torch's arithmetic, uncorrected (the least a form that keeps exp's
+// argument nonpositive spends). For each: the time per element over 2^16 inputs of mixed signs in L2 on one core (the
 // fastest of 40 interleaved runs, as a ratio to torch's form), and with any argument the largest error over every
 // float32 against double math, in ulps of the value (a few minutes on two cores).
 // Build and run from the repository root (GCC; flags as the extension's x86-64-v4 loop, 512-bit vectors as there),
@@ -109,16 +110,31 @@ inline float silu_pairs(float x) {
   return silu_from(x, p, (e.head - p) + e.lo, e.k);
 }
 
-// exp to about 2^-26: r's rounding error kept, expm1(r) = r + r^2 P(r) (P of degree 5) rounded once, 1 + that as a
-// pair.
-inline float silu_corrected(float x) {
-  const Reduced e = reduce(std::max(-std::fabs(x), -112.f));
-  const float r = e.r;
+// expm1(r) = r + r^2 P(r) (P of degree 5: Taylor's series to r^7) rounded once.
+inline float expm1_reduced(float r) {
   const float p = __builtin_fmaf(__builtin_fmaf(__builtin_fmaf(__builtin_fmaf(__builtin_fmaf(1.f / 5040, r, 1.f / 720),
                   r, 1.f / 120), r, 1.f / 24), r, 1.f / 6), r, 0.5f);
-  const float em1 = __builtin_fmaf(r * r, p, r);
+  return __builtin_fmaf(r * r, p, r);
+}
+
+// exp to about 2^-26: r's rounding error kept, 1 + expm1_reduced(r) as a pair.
+inline float silu_corrected(float x) {
+  const Reduced e = reduce(std::max(-std::fabs(x), -112.f));
+  const float em1 = expm1_reduced(e.r);
   const float one_plus = 1.f + em1;
   return silu_from(x, one_plus, __builtin_fmaf(e.r_lo, one_plus, (1.f - one_plus) + em1), e.k);
+}
+
+// The same exp rounded to p 2^k, then torch's arithmetic: x (x < 0 ? t : 1) / (1 + t) with t = exp(-|x|), the
+// numerator scaled as in silu_from; no corrections.
+inline float silu_plain(float x) {
+  const Reduced e = reduce(std::max(-std::fabs(x), -112.f));
+  const float p = 1.f + expm1_reduced(e.r);
+  const bool negative = x < 0.f;
+  const int32_t k1 = std::max(e.k, -100);
+  const float t = p * power_of_two(k1);
+  const float value = x * (negative ? t : 1.f) / (1.f + t) * (negative ? power_of_two(e.k - k1) : 1.f);
+  return x < -112.f ? x * 0.f : value;
 }
 
 template <float (*F)(float)>
@@ -154,9 +170,9 @@ double worst_error(Loop loop) {
 
 int main(int argc, char**) {
   const char* names[] = {"torch's form (expf, division)", "shipped (double)", "float pairs, one rounding",
-                         "float, corrected quotient"};
-  const Loop loops[] = {torch_form, shipped_form, loop<silu_pairs>, loop<silu_corrected>};
-  constexpr int kForms = 4, n = 1 << 16;
+                         "float, corrected quotient", "float, torch's arithmetic"};
+  const Loop loops[] = {torch_form, shipped_form, loop<silu_pairs>, loop<silu_corrected>, loop<silu_plain>};
+  constexpr int kForms = 5, n = 1 << 16;
   std::vector<float> x(n), y(n);
   std::mt19937 gen(1);
   std::normal_distribution<float> normal(0.f, 4.f);
