@@ -162,8 +162,8 @@ def _erfc_arithmetic(z: torch.Tensor, dtype: torch.dtype, exp_minus_square: torc
     a = z.abs()
     t = 1.0 / (1.0 + 0.5 * a)
     coefficients = _ERFC_DOUBLE_Q if z.dtype == torch.float64 else [_to_float32(c) for c in _ERFC_FLOAT_P]
-    poly = torch.zeros_like(t)
-    for c in coefficients:
+    poly = torch.full_like(t, coefficients[0])
+    for c in coefficients[1:]:
         poly = poly * t + c
     if z.dtype == torch.float64:
         tail = t * exp_minus_square * poly

@@ -211,8 +211,9 @@ __device__ inline double exp_nonpositive_for_float32(double w) { return exp_of(w
 inline double exp_nonpositive_for_float32(double w) { return exp_nonpositive_host(w); }
 #endif
 
-// c[0] s^(N-1) + ... + c[N-1], a product and a sum a step (contracted to an fma where the compiler does so), from
-// c[0]: 0 * s + c[0] is an instruction the compiler may not fold (NaN at infinite s, which no caller passes).
+// c[0] s^(N-1) + ... + c[N-1], a product and a sum a step, from c[0] (0 * s + c[0] is an instruction the compiler may
+// not fold: NaN at infinite s, which no caller passes). Unfused on the CPU, where -ffp-contract=off rounds each as the
+// decompositions' `poly * t + c` does (horner below fuses them); the GPU's compiler contracts them.
 template <typename T, size_t N>
 C10_HOST_DEVICE inline T polynomial(const T (&c)[N], T s) {
   static_assert(N >= 2, "a polynomial of degree 1 or more");
@@ -812,7 +813,8 @@ C10_HOST_DEVICE inline math_t exp_half_square(math_t x) {
   }
 }
 
-// Phi(x) = erfc(-x / sqrt 2) / 2, given exp(-x^2 / 2), the factor of erfc in double (away from 0). Always inlined, as
+// Phi(x) = erfc(-x / sqrt 2) / 2, given exp(-x^2 / 2), erfc's factor in double (float64's away from 0; the float
+// arithmetic of the 16-bit types takes its own). Always inlined, as
 // the functors over a Math.
 template <typename scalar_t, typename math_t>
 C10_HOST_DEVICE C10_ALWAYS_INLINE math_t normal_cdf(math_t x, math_t exp_half_square_x) {

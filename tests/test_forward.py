@@ -294,6 +294,19 @@ def test_float64_gelu_at_the_largest_values():
     assert torch.ops.act.gelu_backward(ones, x).tolist() == [1.0] * 6 + [0.0] * 6
 
 
+def test_float32_gelu_at_the_largest_values(device):
+    # exp(-x^2 / 2), which value and slope share, is 0 from |x| = 39 up (x^2 exact in double) up to the largest float:
+    # gelu(x) is x above and -0 below (torch's float32 GELU overflows to inf near the top), its slope 1 and +0.
+    big = torch.tensor([39.0, 1e19, 2e19, 1e30, 3e38, torch.finfo(torch.float32).max], device=device)
+    x = torch.cat([big, -big])
+    ones = torch.ones_like(x)
+    expected = torch.cat([big, torch.full_like(big, -0.0)])
+    for value in (torch.ops.act.gelu(x), torch.ops.act.gelu_and_mul(torch.stack([x, ones], 1)).flatten()):
+        assert value.tolist() == expected.tolist() and torch.equal(value.signbit(), expected.signbit())
+    for gradient in (torch.ops.act.gelu_backward(ones, x), torch.ops.act.gelu_mul_backward(ones, x, ones)[0]):
+        assert gradient.tolist() == [1.0] * 6 + [0.0] * 6 and not gradient.signbit().any()
+
+
 @requires_cuda
 def test_float32_selu_has_torchs_bits_for_every_float():
     # The kernel's expm1 for x < 0 is CUDA's expm1f step for step, less its branches for x >= 0; torch.selu
