@@ -98,7 +98,7 @@ def _expm1_times_float_arithmetic(coef: float, x: torch.Tensor) -> torch.Tensor:
     return torch.where(x > -(2.0**-90), coef_hi * x, result)
 
 
-# exp_nonpositive_host's constants per arithmetic (ExpArithmetic in kernels/activations.h): its range, log2(e), ln2 in
+# exp_nonpositive_series's constants per arithmetic (ExpArithmetic in kernels/activations.h): its range, log2(e), ln2 in
 # two parts, the Taylor series' degree, and 2^k's bits.
 _EXP_ARITHMETIC = {
     torch.float32: (-104.0, "0x1.715476p+0", "0x1.62e4p-1", "0x1.7f7d1cp-20", 7, 127, 23),
@@ -109,7 +109,7 @@ _EXP_SERIES_FOR_16_BIT = tuple(map(float.fromhex, ("0x1.fffdfcp-2", "0x1.5557aep
 
 
 def _exp_arithmetic(x: torch.Tensor, for_16_bit: bool = False) -> torch.Tensor:
-    """The CPU kernels' exp for x <= 0 in x's arithmetic, float or double (``exp_nonpositive_host``), step for step:
+    """The CPU kernels' exp for x <= 0 in x's arithmetic, float or double (``exp_nonpositive_series``), step for step:
     x = k ln2 + r, 1 + (r + r^2 (...)) by the Taylor series (for 16-bit results the fitted one), times 2^k as
     2^(k + 64) 2^-64."""
     lowest, *hex_constants, degree, bias, mantissa = _EXP_ARITHMETIC[x.dtype]
@@ -333,9 +333,9 @@ def _gelu_math(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def _gelu_exp(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """exp of ``x`` <= 0 as the GELU kernels take it: on the CPU ``exp_nonpositive_host`` in x's arithmetic; on CUDA
-    in float (the 16-bit types) the kernels' float exp (``exp_nonpositive``), in double libdevice's against CUDA's,
-    within the ulp bounds."""
+    """exp of ``x`` <= 0 as the GELU kernels take it: on the CPU ``exp_nonpositive_series`` in x's arithmetic; on CUDA
+    in float (the 16-bit types) the kernels' float exp (``exp_nonpositive``), in double libdevice's against the
+    kernels' series, within the ulp bounds."""
     if _kernels_of(x) == "cpu":
         return _exp_arithmetic(x, for_16_bit=dtype.itemsize == 2)
     return torch.exp(x) if x.dtype == torch.float64 else _exp_nonpositive(x, dtype)
