@@ -970,8 +970,8 @@ C10_HOST_DEVICE inline SigmoidTerms<math_t> gelu_tanh_sigmoid_terms(math_t x) {
 #else
     constexpr bool kSeries = false;
 #endif
-    const double t = kSeries ? exp_nonpositive_series(exp_argument) : exp_of(exp_argument) * (1 - magnitude_lo);
-    return sigmoid_terms_from(negative, t);
+    const double t = kSeries ? exp_nonpositive_series(exp_argument) : exp_of(exp_argument);
+    return sigmoid_terms_from(negative, t * (1 - magnitude_lo));
   }
 }
 
