@@ -72,7 +72,7 @@ inline double exp_of(double x) { return act_cpu_exp(x); }
 inline double fma_of(double a, double b, double c) { return __builtin_fma(a, b, c); }  // an instruction from AVX2 up
 #endif
 
-// The constants of exp_nonpositive_series's arithmetic (reduce_exp_argument's on the GPU too): its range, ln2 in two
+// The constants of exp_nonpositive_series's arithmetic: its range, ln2 in two
 // parts (the first exact in k ln2), the Taylor series' degree, and how 2^k is built from the bits.
 template <typename T>
 struct ExpArithmetic;
@@ -668,70 +668,14 @@ C10_HOST_DEVICE inline math_t x_sigmoid_slope(const SigmoidTerms<math_t>& terms,
 }
 
 #ifdef __CUDA_ARCH__
-// x = k ln2 + r + r_lo for float x in [-300, 0] (Cody-Waite: ln2 in two parts, the first exact in k ln2 for
-// |k| < 512), k rounded by adding kRound, whose bits then hold k as an integer.
-struct ReducedExpArgument {
-  float r, r_lo;
-  int k;
-};
-
-__device__ __forceinline__ ReducedExpArgument reduce_exp_argument(float x) {
-  using A = ExpArithmetic<float>;
-  const float shifted = __fmaf_rn(x, A::kLog2e, A::kRound);
-  const float k = __fadd_rn(shifted, -A::kRound);
-  const float r_hi = __fmaf_rn(-k, A::kLn2Hi, x);
-  const float k_ln2_lo = __fmul_rn(k, A::kLn2Lo);
-  const float r = __fadd_rn(r_hi, -k_ln2_lo);
-  return {r, __fadd_rn(__fadd_rn(r_hi, -r), -k_ln2_lo), __float_as_int(shifted) - __float_as_int(A::kRound)};
-}
-
-// exp(x) for float x in [-300, 0] as (head + lo) 2^k within 2^-29 relative, from float arithmetic: the GPU's float
-// throughput is many times its double's, and double's exp took most of float32 SiLU's instructions (0.89-0.93x
-// torch on the H100). exp(r) = 1 + r + r^2 / 2 + r^3 (1/6 + ... + r^5 / 8!) with the rounding errors of the two
-// leading sums and of r^2 kept (the cut-off and the roundings of the last terms leave 1.3e-9 at worst against
-// mpmath), exp(r_lo) = 1 + r_lo, each step rounded as written (the intrinsics keep the compiler from fusing them).
-// lo holds the cubic term too, up to 1% of head.
-struct ExpParts {
-  float head, lo;
-  int k;
-};
-
-__device__ __forceinline__ ExpParts exp_nonpositive_parts(float x) {
-  const ReducedExpArgument a = reduce_exp_argument(x);
-  const float r = a.r;
-  const float square = __fmul_rn(r, r);
-  float cubic = __fmaf_rn(1.f / 40320, r, 1.f / 5040);
-  cubic = __fmaf_rn(cubic, r, 1.f / 720);
-  cubic = __fmaf_rn(cubic, r, 1.f / 120);
-  cubic = __fmaf_rn(cubic, r, 1.f / 24);
-  cubic = __fmaf_rn(cubic, r, 1.f / 6);
-  const float linear = __fadd_rn(1.f, r);
-  const float linear_lo = __fadd_rn(__fadd_rn(1.f, -linear), r);
-  const float half_square = __fmul_rn(0.5f, square);
-  const float head = __fadd_rn(linear, half_square);
-  const float head_lo = __fadd_rn(__fadd_rn(linear, -head), half_square);
-  const float square_lo = __fmaf_rn(r, r, -square);
-  const float tail = __fadd_rn(__fadd_rn(linear_lo, head_lo),
-                               __fmaf_rn(0.5f, square_lo, __fmul_rn(__fmul_rn(square, r), cubic)));
-  return {head, __fmaf_rn(head, a.r_lo, tail), a.k};
-}
-
-// The same as a double (head + lo is exact in double).
-__device__ __forceinline__ double exp_nonpositive_from_float(float x) {
-  const ExpParts e = exp_nonpositive_parts(x);
-  using A = ExpArithmetic<double>;
-  const double two_k = __longlong_as_double(static_cast<long long>(e.k + A::kBias) << A::kMantissaBits);
-  return (double(e.head) + double(e.lo)) * two_k;
-}
-
-// float32 SiLU's value and gradient on the GPU: exp(-|x|) as above, the rest in double as on the CPU (over
-// reciprocal_from_float's reciprocal), unrounded (SiLU's ops round them; its gated forms take the products with up
-// and grad * up first). Below x = -200 the value, and below -300 the gradient, times any float32 factor (grad * up
-// reaches 1.2e77) rounds to 0: there they are x * 0 (NaN at -inf, as torch's x / (1 + exp(-x))); the gradient at
-// +inf is NaN too (torch's inf * 0). Both take exp(-|x|) clamped at -300, so that a gated backward computes it once.
+// float32 SiLU's value and gradient on the GPU, in double as on the CPU (over reciprocal_from_float's reciprocal),
+// unrounded (SiLU's ops round them; its gated forms take the products with up and grad * up first). exp(-|x|) is
+// exp_nonpositive_series in double: a float exp handed over as two floats was bound by the H200's conversion unit.
+// Below x = -200 the value, and below -300 the gradient, times any float32 factor (grad * up reaches 1.2e77) rounds to
+// 0: there they are x * 0 (NaN at -inf, as torch's x / (1 + exp(-x))); the gradient at +inf is NaN too (torch's
+// inf * 0). Value and gradient take the same exp(-|x|), so that a gated backward computes it once.
 __device__ __forceinline__ double silu_exp_from_float(float x) {
-  const float exp_arg = -fabsf(x);
-  return exp_nonpositive_from_float(exp_arg >= -300.f ? exp_arg : -300.f);  // NaN too
+  return exp_nonpositive_series(-fabs(double(x)));
 }
 
 __device__ __forceinline__ double silu_value_from_float(float x) {
