@@ -75,6 +75,11 @@ def run_row(name: str) -> None:
     torch.cuda.synchronize()
 
 
+def number(row: dict[str, str], key: str) -> float:
+    """A metric of ncu's CSV row as a float (its thousands separators dropped; NaN where it is missing)."""
+    return float(row.get(key, "nan").replace(",", "") or "nan")
+
+
 def profile(name: str) -> None:
     command = ["ncu", "--clock-control", "none", "--nvtx", "--nvtx-include", "m/", "--section", "WarpStateStats",
                "--metrics", ",".join(METRICS.values()), "--csv", "--page", "raw",
@@ -87,13 +92,12 @@ def profile(name: str) -> None:
     head = table[0]
     for values in table[2:]:
         row = dict(zip(head, values, strict=True))
-        number = lambda key, row=row: float(row.get(key, "nan").replace(",", "") or "nan")  # noqa: E731
         stalls = sorted(
-            ((number(h), h.split("stalled_")[1].split("_per_")[0]) for h in head
+            ((number(row, h), h.split("stalled_")[1].split("_per_")[0]) for h in head
              if h.startswith("smsp__average_warps_issue_stalled_") and h.endswith("_per_issue_active.ratio")),
             reverse=True,
         )[:3]  # fmt: skip
-        figures = "  ".join(f"{k}={number(m) / (1000 if k == 'us' else 1):.4g}" for k, m in METRICS.items())
+        figures = "  ".join(f"{k}={number(row, m) / (1000 if k == 'us' else 1):.4g}" for k, m in METRICS.items())
         print(f"{name:24s} {row.get('Kernel Name', '').split('(')[0][:70]}")
         print(f"    {figures}  stalls per issue: " + "  ".join(f"{s}={v:.2f}" for v, s in stalls))
 
