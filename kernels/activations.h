@@ -219,8 +219,8 @@ constexpr DoubleTable<ExpArithmetic<double>::kDegree - 1> kExpSeriesInDouble = [
 
 // exp(x) for x <= 0 in arithmetic the CPU's compiler vectorizes (a call to expf keeps the loop scalar): float for
 // float and 16-bit results on the CPU (twice the lanes of double; no cancellation to guard against, unlike expm1),
-// double for float32 results computed in double on either device (on the GPU in place of CUDA's exp, whose
-// constants are literals, and which computes to double's last bit). x = k ln2 + r, exp(r) = 1 + r + r^2 (c_2 + r
+// double for float32 results computed in double on the CPU (the GPU takes exp_nonpositive_by_table, below).
+// x = k ln2 + r, exp(r) = 1 + r + r^2 (c_2 + r
 // (c_3 + ...)): Taylor's series to r^7 in float (relative error < 6e-9), r^8 in double (< 3e-10, a hundredth of a
 // float32 ulp); for results rounded to a 16-bit type, kExpSeriesFor16Bit's c_2..c_5. Then times 2^k as 2^(k + 64)
 // 2^-64: the first product exact, the second rounding a subnormal result once. x is clamped to [kLowest, 0]: below,
@@ -256,6 +256,58 @@ C10_HOST_DEVICE inline T exp_nonpositive_series(T x_in) {
   const T scale = bits_as<T>((bits_as<Bits>(shifted) - bits_as<Bits>(A::kRound) + Bits(A::kBias + kScaleOffset))
                              << A::kMantissaBits);
   return p * scale * bits_as<T>(Bits(A::kBias - kScaleOffset) << A::kMantissaBits);  // 2^-kScaleOffset
+}
+
+// exp_nonpositive_by_table's constants: 2^(j / 32) for j = 0..31, rounded (mpmath); 32 / ln2, ln2 / 32, Taylor's
+// 1 / 4!, 1 / 3!, 1 / 2!, 1 / 1!, and 1.5 * 2^52 (adding it rounds to an integer, which its low bits hold).
+constexpr DoubleTable<32> kExp2Fractions{
+    {0x1.0000000000000p+0, 0x1.059b0d3158574p+0, 0x1.0b5586cf9890fp+0, 0x1.11301d0125b51p+0, 0x1.172b83c7d517bp+0,
+     0x1.1d4873168b9aap+0, 0x1.2387a6e756238p+0, 0x1.29e9df51fdee1p+0, 0x1.306fe0a31b715p+0, 0x1.371a7373aa9cbp+0,
+     0x1.3dea64c123422p+0, 0x1.44e086061892dp+0, 0x1.4bfdad5362a27p+0, 0x1.5342b569d4f82p+0, 0x1.5ab07dd485429p+0,
+     0x1.6247eb03a5585p+0, 0x1.6a09e667f3bcdp+0, 0x1.71f75e8ec5f74p+0, 0x1.7a11473eb0187p+0, 0x1.82589994cce13p+0,
+     0x1.8ace5422aa0dbp+0, 0x1.93737b0cdc5e5p+0, 0x1.9c49182a3f090p+0, 0x1.a5503b23e255dp+0, 0x1.ae89f995ad3adp+0,
+     0x1.b7f76f2fb5e47p+0, 0x1.c199bdd85529cp+0, 0x1.cb720dcef9069p+0, 0x1.d5818dcfba487p+0, 0x1.dfc97337b9b5fp+0,
+     0x1.ea4afa2a490dap+0, 0x1.f50765b6e4540p+0}};
+constexpr DoubleTable<7> kExpByTable{
+    {0x1.71547652b82fep+5, 0x1.62e42fefa39efp-6, 1.0 / 24, 1.0 / 6, 0.5, 1.0, ExpArithmetic<double>::kRound}};
+
+#ifdef __CUDACC__
+// A table read at an index that differs across a warp: from global memory, whose cache serves the warp's differing
+// addresses together (constant memory serializes them).
+template <const auto& kHost>
+__device__ std::remove_cv_t<std::remove_reference_t<decltype(kHost)>> global_copy = kHost;
+#endif
+
+#ifdef __CUDA_ARCH__
+// exp(x) for x <= 0 (NaN too) in double for float32 results on the GPU: x = (32 m + j) ln2 / 32 + r with
+// |r| <= ln2 / 64, exp(x) = 2^m 2^(j / 32) exp(r), exp(r) = 1 + r q(r) by Taylor's series to r^4 (relative error
+// below 1.3e-12). 11 double instructions where exp_nonpositive_series takes 17: float32 SiLU and GELU are bound by the
+// double unit there. As in exp_nonpositive_series, x is clamped at -746 and 2^m is 2^(m + 64) 2^-64, so that
+// exp(-746) rounds to 0.
+__device__ __forceinline__ double exp_nonpositive_by_table(double x_in) {
+  const auto& c = table<kExpByTable>();
+  const double x = x_in < ExpArithmetic<double>::kLowest ? ExpArithmetic<double>::kLowest : x_in;
+  const double shifted = fma(x, c[0], c[6]);
+  const double n = shifted - c[6];
+  const double r = fma(-n, c[1], x);
+  const int low_bits = __double2loint(shifted);  // n in two's complement
+  double q = fma(c[2], r, c[3]);
+  q = fma(q, r, c[4]);
+  q = fma(q, r, c[5]);
+  const double fraction = __ldg(&global_copy<kExp2Fractions>.c[low_bits & 31]);
+  const double scaled = fraction * __hiloint2double(((low_bits >> 5) + 1023 + 64) << 20, 0);  // exact
+  return fma(scaled * r, q, scaled) * 0x1p-64;
+}
+#endif
+
+// exp(x) for x <= 0 in double for float32 results: exp_nonpositive_by_table on the GPU; on the CPU the series, which
+// vectorizes (a table would be a gather).
+C10_HOST_DEVICE inline double exp_nonpositive_for_float32(double x) {
+#ifdef __CUDA_ARCH__
+  return exp_nonpositive_by_table(x);
+#else
+  return exp_nonpositive_series(x);
+#endif
 }
 
 #ifdef __CUDA_ARCH__
@@ -670,18 +722,18 @@ C10_HOST_DEVICE inline math_t x_sigmoid_slope(const SigmoidTerms<math_t>& terms,
 #ifdef __CUDA_ARCH__
 // float32 SiLU's value and gradient on the GPU, in double as on the CPU (over reciprocal_from_float's reciprocal),
 // unrounded (SiLU's ops round them; its gated forms take the products with up and grad * up first). exp(-|x|) is
-// exp_nonpositive_series in double: a float exp handed over as two floats was bound by the H200's conversion unit.
-// Below x = -200 the value, and below -300 the gradient, times any float32 factor (grad * up reaches 1.2e77) rounds to
-// 0: there they are x * 0 (NaN at -inf, as torch's x / (1 + exp(-x))); the gradient at +inf is NaN too (torch's
-// inf * 0). Value and gradient take the same exp(-|x|), so that a gated backward computes it once.
+// exp_nonpositive_by_table in double: a float exp handed over as two floats was bound by the H200's conversion
+// unit. Below x = -746 exp is 0 and the value x * 0 (NaN at -inf, as torch's x / (1 + exp(-x))); below -300 the
+// gradient times any float32 factor (grad * up reaches 1.2e77) rounds to 0, and there it is 0 (x taken at -300); at
+// +inf it is NaN (torch's inf * 0). Value and gradient take the same exp(-|x|), so that a gated backward computes it
+// once.
 __device__ __forceinline__ double silu_exp_from_float(float x) {
-  return exp_nonpositive_series(-fabs(double(x)));
+  return exp_nonpositive_for_float32(-fabs(double(x)));
 }
 
 __device__ __forceinline__ double silu_value_from_float(float x) {
   const double t = silu_exp_from_float(x);
-  const double value = double(x) * (x < 0.f ? t : 1.0) * reciprocal_from_float(1.0 + t);
-  return x < -200.f ? double(x) * 0.0 : value;
+  return double(x) * (x < 0.f ? t : 1.0) * reciprocal_from_float(1.0 + t);
 }
 
 __device__ __forceinline__ double silu_gradient_from_float(double grad, float x_in) {
@@ -793,7 +845,7 @@ C10_HOST_DEVICE inline math_t exp_half_square(math_t x) {
   if constexpr (std::is_same_v<math_t, float>) {
     return exp_nonpositive<scalar_t, float>(-0.5f * square);
   } else if constexpr (!std::is_same_v<scalar_t, double>) {
-    return exp_nonpositive_series(-0.5 * square);
+    return exp_nonpositive_for_float32(-0.5 * square);
   } else {
     const double square_lo = fabs(x) < 1e150 ? fma_of(x, x, -square) : 0.0;  // inf and NaN: no inf - inf
     return exp_of(-0.5 * square) * (1 - 0.5 * square_lo);
@@ -909,12 +961,12 @@ C10_HOST_DEVICE inline SigmoidTerms<math_t> gelu_tanh_sigmoid_terms(math_t x) {
     const double magnitude_lo = a.v < 0 ? -a.v_lo : a.v_lo;
     const double exp_argument = a.v < 0 ? a.v : -a.v;
 #ifdef __CUDA_ARCH__
-    // float32 results on the GPU take the series, fewer instructions than CUDA's exp (on the CPU Sleef's, a call).
-    constexpr bool kSeries = !std::is_same_v<scalar_t, double>;
+    // float32 results on the GPU take the table form, fewer instructions than CUDA's exp (on the CPU Sleef's, a call).
+    constexpr bool kByTable = !std::is_same_v<scalar_t, double>;
 #else
-    constexpr bool kSeries = false;
+    constexpr bool kByTable = false;
 #endif
-    const double t = kSeries ? exp_nonpositive_series(exp_argument) : exp_of(exp_argument);
+    const double t = kByTable ? exp_nonpositive_for_float32(exp_argument) : exp_of(exp_argument);
     return sigmoid_terms_from(negative, t * (1 - magnitude_lo));
   }
 }
