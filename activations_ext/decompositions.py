@@ -104,7 +104,7 @@ _EXP_ARITHMETIC = {
     torch.float32: (-104.0, "0x1.715476p+0", "0x1.62e4p-1", "0x1.7f7d1cp-20", 7, 127, 23),
     torch.float64: (-746.0, "0x1.71547652b82fep0", "0x1.62e42fee00000p-1", "0x1.a39ef35793c76p-33", 8, 1023, 52),
 }
-# kExpSeriesFor16Bit: the series' c_2..c_5 in float for results rounded to a 16-bit type.
+# kExpSeriesFor16Bit (there highest first): the series' c_2..c_5 in float for results rounded to a 16-bit type.
 _EXP_SERIES_FOR_16_BIT = tuple(map(float.fromhex, ("0x1.fffdfcp-2", "0x1.5557aep-3", "0x1.5729f4p-5", "0x1.106290p-7")))
 
 

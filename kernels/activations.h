@@ -178,22 +178,10 @@ inline float expm1_nonpositive_times(float coef_hi, float coef_lo, float x_in) {
 }
 #endif
 
-// 1 / n! for n <= N, rounded to T at compile time (as the literal 1.f / 6 is).
-template <typename T, int N>
-constexpr std::array<T, N + 1> inverse_factorials() {
-  std::array<T, N + 1> c{};
-  int64_t factorial = 1;
-  for (int n = 0; n <= N; ++n) {
-    factorial *= n > 1 ? n : 1;
-    c[n] = T(1) / T(factorial);
-  }
-  return c;
-}
-
-// exp_nonpositive_series's c_2..c_5 for results rounded to a 16-bit type: degree 5 fitted for relative error over
+// exp_nonpositive_series's c_5..c_2 for results rounded to a 16-bit type: degree 5 fitted for relative error over
 // |r| <= ln2 / 2, 1.6e-7 in float arithmetic (Taylor's series to that degree leaves 3.3e-6, a few thousandths of a
 // float16 ulp; to r^7 7e-8, at two more steps a term).
-constexpr float kExpSeriesFor16Bit[] = {0x1.fffdfcp-2f, 0x1.5557aep-3f, 0x1.5729f4p-5f, 0x1.106290p-7f};
+constexpr float kExpSeriesFor16Bit[] = {0x1.106290p-7f, 0x1.5729f4p-5f, 0x1.5557aep-3f, 0x1.fffdfcp-2f};
 
 // c[0] s^(N-1) + ... + c[N-1], a product and a sum a step, from c[0] (0 * s + c[0] is an instruction the compiler may
 // not fold: NaN at infinite s, which no caller passes). Unfused on the CPU, where -ffp-contract=off rounds each as the
@@ -206,16 +194,24 @@ C10_HOST_DEVICE inline T polynomial(const T (&c)[N], T s) {
   return p;
 }
 
-// exp_nonpositive_series's double constants, as tables: log2(e) and ln2 in two parts; its series' 1 / n!, n = 8 to 2.
-constexpr DoubleTable<3> kExpReductionInDouble{
-    {ExpArithmetic<double>::kLog2e, ExpArithmetic<double>::kLn2Hi, ExpArithmetic<double>::kLn2Lo}};
-constexpr DoubleTable<ExpArithmetic<double>::kDegree - 1> kExpSeriesInDouble = [] {
-  constexpr int kDegree = ExpArithmetic<double>::kDegree;
-  const std::array<double, kDegree + 1> c = inverse_factorials<double, kDegree>();
-  DoubleTable<kDegree - 1> series{};
-  for (int n = kDegree; n >= 2; --n) series.c[kDegree - n] = c[n];
+// exp_nonpositive_series's Taylor coefficients in T: 1 / n! for n = kDegree down to 2, rounded to T at compile time
+// (as the literal 1.f / 6 is), highest first as polynomial takes them.
+template <typename T>
+struct ExpSeries {
+  T c[ExpArithmetic<T>::kDegree - 1];
+};
+
+template <typename T>
+constexpr ExpSeries<T> exp_series() {
+  constexpr int kDegree = ExpArithmetic<T>::kDegree;
+  ExpSeries<T> series{};
+  int64_t factorial = 1;
+  for (int n = 2; n <= kDegree; ++n) {
+    factorial *= n;
+    series.c[kDegree - n] = T(1) / T(factorial);
+  }
   return series;
-}();
+}
 
 // exp(x) for x <= 0 in arithmetic the CPU's compiler vectorizes (a call to expf keeps the loop scalar): float for
 // float and 16-bit results on the CPU (twice the lanes of double; no cancellation to guard against, unlike expm1),
@@ -229,27 +225,17 @@ template <typename T, bool kForSixteenBit = false>
 C10_HOST_DEVICE inline T exp_nonpositive_series(T x_in) {
   using A = ExpArithmetic<T>;
   using Bits = typename A::Bits;
-  constexpr bool kDouble = std::is_same_v<T, double>;
-  T log2e = A::kLog2e, ln2_hi = A::kLn2Hi, ln2_lo = A::kLn2Lo;
-  if constexpr (kDouble) {
-    const auto& reduction = table<kExpReductionInDouble>();
-    log2e = reduction[0], ln2_hi = reduction[1], ln2_lo = reduction[2];
-  }
+  static_assert(!kForSixteenBit || std::is_same_v<T, float>, "16-bit results take exp in float");
+  constexpr ExpSeries<T> kTaylor = exp_series<T>();
   const T x = x_in > T(0) ? T(0) : x_in < A::kLowest ? A::kLowest : x_in;
-  const T shifted = x * log2e + A::kRound;  // adding kRound rounds to an integer, k, which its low bits hold
+  const T shifted = x * A::kLog2e + A::kRound;  // adding kRound rounds to an integer, k, which its low bits hold
   const T k = shifted - A::kRound;
-  const T r = (x - k * ln2_hi) - k * ln2_lo;
+  const T r = (x - k * A::kLn2Hi) - k * A::kLn2Lo;
   T series;
   if constexpr (kForSixteenBit) {
-    static_assert(std::is_same_v<T, float>, "16-bit results take exp in float");
-    series = kExpSeriesFor16Bit[3];
-    for (int n = 2; n >= 0; --n) series = kExpSeriesFor16Bit[n] + r * series;
-  } else if constexpr (kDouble) {
-    series = polynomial(table<kExpSeriesInDouble>(), r);
+    series = polynomial(kExpSeriesFor16Bit, r);
   } else {
-    constexpr std::array<T, A::kDegree + 1> c = inverse_factorials<T, A::kDegree>();
-    series = c[A::kDegree];
-    for (int n = A::kDegree - 1; n >= 2; --n) series = c[n] + r * series;
+    series = polynomial(kTaylor.c, r);
   }
   const T p = T(1) + (r + r * r * series);
   constexpr int kScaleOffset = 64;  // 2^(k + 64) is normal for every k from kLowest up
