@@ -72,8 +72,9 @@ inline double exp_of(double x) { return act_cpu_exp(x); }
 inline double fma_of(double a, double b, double c) { return __builtin_fma(a, b, c); }  // an instruction from AVX2 up
 #endif
 
-// The constants of exp_nonpositive_series's arithmetic: its range, ln2 in two
-// parts (the first exact in k ln2), the Taylor series' degree, and how 2^k is built from the bits.
+// The constants of exp_nonpositive_series's arithmetic (exp_nonpositive_by_table takes double's range and rounding
+// constant too): its range, ln2 in two parts (the first exact in k ln2), the Taylor series' degree, and how 2^k is
+// built from the bits.
 template <typename T>
 struct ExpArithmetic;
 
@@ -102,7 +103,8 @@ C10_HOST_DEVICE inline To bits_as(From from) {
   return to;
 }
 
-// Tables of double constants, which the GPU reads from constant memory: `table<kName>()`, on the host the constexpr
+// Tables of double constants, which the GPU reads from constant memory (global_copy, below, for a table read at an
+// index that differs across a warp): `table<kName>()`, on the host the constexpr
 // table itself. A double literal does not fit an instruction, so each use costs two moves, repeated for every element
 // a thread computes; a table entry is one load they share (float32 GELU's forward: 1284 SASS instructions for 8
 // elements with literals, 786 with tables). The device copy is writable, so that the compiler loads it rather than
@@ -709,10 +711,11 @@ C10_HOST_DEVICE inline math_t x_sigmoid_slope(const SigmoidTerms<math_t>& terms,
 // float32 SiLU's value and gradient on the GPU, in double as on the CPU (over reciprocal_from_float's reciprocal),
 // unrounded (SiLU's ops round them; its gated forms take the products with up and grad * up first). exp(-|x|) is
 // exp_nonpositive_by_table in double: a float exp handed over as two floats was bound by the H200's conversion
-// unit. Below x = -746 exp is 0 and the value x * 0 (NaN at -inf, as torch's x / (1 + exp(-x))); below -300 the
-// gradient times any float32 factor (grad * up reaches 1.2e77) rounds to 0, and there it is 0 (x taken at -300); at
-// +inf it is NaN (torch's inf * 0). Value and gradient take the same exp(-|x|), so that a gated backward computes it
-// once.
+// unit. From x = -745.1 exp is 0 (its clamp at -746) and the value x * 0 (NaN at -inf, as torch's x / (1 + exp(-x)));
+// above, the value is the double it is (below -200, times any finite float32 factor, it rounds to 0), so that a gated
+// form's product with an infinite factor is +-inf, the float64 answer. Below -300 the gradient times any float32
+// factor (grad * up reaches 1.2e77) rounds to 0, and there it is 0 (x taken at -300); at +inf it is NaN (torch's
+// inf * 0). Value and gradient take the same exp(-|x|), so that a gated backward computes it once.
 __device__ __forceinline__ double silu_exp_from_float(float x) {
   return exp_nonpositive_for_float32(-fabs(double(x)));
 }
