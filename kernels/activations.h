@@ -283,7 +283,8 @@ __device__ __forceinline__ double exp_nonpositive_by_table(double x_in) {
   q = fma(q, r, c[4]);
   q = fma(q, r, c[5]);
   const double fraction = __ldg(&global_copy<kExp2Fractions>.c[low_bits & 31]);
-  const double scaled = fraction * __hiloint2double(((low_bits >> 5) + 1023 + 64) << 20, 0);  // exact
+  // 2^(m + 64), exact; unsigned, so that a NaN's bits (any m, and a NaN result either way) shift without overflow
+  const double scaled = fraction * __hiloint2double(int(unsigned((low_bits >> 5) + 1023 + 64) << 20), 0);
   return fma(scaled * r, q, scaled) * 0x1p-64;
 }
 #endif
