@@ -140,13 +140,14 @@ def test_forward_and_backward_rows_time_torchs_gradient_through_autograd(name):
     assert row.bytes == 5 * 4 * 2**10, "five passes: the forward's read and write, the backward's two reads and a write"
 
 
+@pytest.mark.cpu_only
 def test_gated_report_has_every_op_layout_mode_and_the_mlp(tmp_path, capsys):
     """benchmarks/gated.py on the CPU, small: a row per op, layout, mode and dtype with every variant timed and the
     bytes of each mode's copy; the MLP row; JSON of the same rows."""
     import gated
 
     path = tmp_path / "gated.json"
-    assert gated.main(["--shapes", "8x64", "--dtypes", "float32", "--mlp", "--json", str(path)]) == 0
+    assert gated.main(["--device", "cpu", "--shapes", "8x64", "--dtypes", "float32", "--mlp", "--json", str(path)]) == 0
     saved = json.loads(path.read_text())
     assert {(r["op"], r["layout"], r["mode"]) for r in saved["rows"]} == {
         (op, layout, mode) for op in catalog.GATED for layout in ("merged", "pair") for mode in ("fwd", "fwd+bwd")
