@@ -686,12 +686,14 @@ C10_HOST_DEVICE inline SigmoidTerms<math_t> sigmoid_terms(math_t x) {
   }
 }
 
-// n / d for sigmoid's terms, d in [1, 4]: in float (the 16-bit types) on the GPU times reciprocal_for_16_bit's
-// reciprocal, elsewhere a division.
-template <typename math_t>
+// n / d for sigmoid's terms, d in [1, 4]. On the GPU times a reciprocal: reciprocal_for_16_bit's in float (the
+// 16-bit types), reciprocal_from_float's in double for float32 results (a double division is a dozen instructions of
+// the double unit, which bounds float32 there); elsewhere a division.
+template <typename scalar_t, typename math_t>
 C10_HOST_DEVICE inline math_t sigmoid_quotient(math_t n, math_t d) {
 #ifdef __CUDA_ARCH__
   if constexpr (std::is_same_v<math_t, float>) return n * reciprocal_for_16_bit(d);
+  if constexpr (std::is_same_v<scalar_t, float>) return n * reciprocal_from_float(d);
 #endif
   return n / d;
 }
@@ -705,7 +707,13 @@ C10_HOST_DEVICE inline math_t x_sigmoid_slope(const SigmoidTerms<math_t>& terms,
   if constexpr (std::is_same_v<scalar_t, double>) {
     return terms.sigmoid_numerator / d * (1 + x * slope * (terms.complement_numerator / d));
   }
-  return sigmoid_quotient(terms.sigmoid_numerator * (d + x * slope * terms.complement_numerator), d * d);
+#ifdef __CUDA_ARCH__
+  if constexpr (std::is_same_v<scalar_t, float>) {  // D^-2 from the value's reciprocal (a gated backward takes both)
+    const math_t r = reciprocal_from_float(d);
+    return terms.sigmoid_numerator * (d + x * slope * terms.complement_numerator) * (r * r);
+  }
+#endif
+  return sigmoid_quotient<scalar_t>(terms.sigmoid_numerator * (d + x * slope * terms.complement_numerator), d * d);
 }
 
 #ifdef __CUDA_ARCH__
@@ -751,7 +759,7 @@ struct SiluMath {
 #endif
     if constexpr (std::is_same_v<math_t, double>) return x / (1 + exp_of(-x));
     const SigmoidTerms<math_t> terms = sigmoid_terms<scalar_t>(x);
-    return sigmoid_quotient(x * terms.sigmoid_numerator, terms.denominator);
+    return sigmoid_quotient<scalar_t>(x * terms.sigmoid_numerator, terms.denominator);
   }
   C10_HOST_DEVICE static math_t gradient(math_t grad, math_t x) {
 #ifdef __CUDA_ARCH__
@@ -983,7 +991,7 @@ struct GeluTanhMath {
   static constexpr bool tabulated = true;
   C10_HOST_DEVICE static math_t value(math_t x) {
     const SigmoidTerms<math_t> terms = gelu_tanh_sigmoid_terms<scalar_t>(x);
-    return sigmoid_quotient(x * terms.sigmoid_numerator, terms.denominator);
+    return sigmoid_quotient<scalar_t>(x * terms.sigmoid_numerator, terms.denominator);
   }
   C10_HOST_DEVICE static math_t gradient(math_t grad, math_t x_in) {
     const math_t x = gelu_tanh_in_range(x_in);
