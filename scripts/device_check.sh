@@ -4,9 +4,9 @@
 #        (default: tests); for compare, the tables to compare (default: mid large strided fusion snn)]
 # Wheels in .whl/ (carried: pytest-xdist, execnet, pytest-timeout, liger-kernel; CONTRIBUTING says how) are
 # installed first.
-#   test:     build, SASS check, the test suite (without arguments: its >25-dimension tests first, alone, under a
-#             time limit, then every test but the CPU-only ones, which CI runs; ACT_DEVICE_TESTS=all keeps them),
-#             on 12 workers where pytest-xdist is installed
+#   test:     build, SASS check, the test suite (without arguments: its >25-dimension tests and those that need most
+#             of the GPU's memory first, alone, under a time limit, then every test but the CPU-only ones, which CI
+#             runs; ACT_DEVICE_TESTS=all keeps them), on 12 workers where pytest-xdist is installed
 #   sanitize: compute-sanitizer memcheck, racecheck and initcheck over scripts/sanitizer_cases.py
 #   bench:    the main job, the benchmark (mid sizes, large sizes, the strided and chunk layouts)
 #   fusion:   the torch.compile fusion benchmark
@@ -68,10 +68,17 @@ test_stage() {
         timeout 240 python3 -m pytest -q -rs -p no:cacheprovider --durations=5 tests/test_layouts.py \
             tests/test_alpha_dropout.py -k "$many_dims" > "$OUT/tests_many_dims.log" 2>&1
         echo "exit $? | $(tail -1 "$OUT/tests_many_dims.log")"
+        # Tests that take most of the GPU's memory run alone too: beside 11 other workers on the H100 the
+        # 2^31-element one ran out of memory.
+        echo "== tests that need most of the GPU's memory (limit 240 s)"
+        timeout 240 python3 -m pytest -q -rs -p no:cacheprovider --durations=5 -m whole_gpu tests \
+            > "$OUT/tests_whole_gpu.log" 2>&1
+        echo "exit $? | $(tail -1 "$OUT/tests_whole_gpu.log")"
         # CI runs the CPU-only tests (a cpu device id or the cpu_only mark); on 12 workers on the H200 their Inductor
         # CPU compiles and gloo ranks outlasted 150 s.
-        set -- -k "not ($many_dims)" tests
-        [ "${ACT_DEVICE_TESTS:-}" = all ] || set -- -k "not ($many_dims) and not cpu" -m "not cpu_only" tests
+        set -- -k "not ($many_dims)" -m "not whole_gpu" tests
+        [ "${ACT_DEVICE_TESTS:-}" = all ] ||
+            set -- -k "not ($many_dims) and not cpu" -m "not cpu_only and not whole_gpu" tests
     fi
     echo "== tests"
     python3 -m pytest "${options[@]}" "$@" 2>&1 | tee "$OUT/tests.log" | grep -vE "^SKIPPED" | tail -15

@@ -281,6 +281,7 @@ def big_enough_gpu(gib: int) -> bool:
     return HAS_CUDA and torch.cuda.get_device_properties(0).total_memory >= gib * 2**30
 
 
+@pytest.mark.whole_gpu
 @pytest.mark.skipif(not big_enough_gpu(40), reason="needs a CUDA GPU with 40 GiB")
 def test_more_than_2_pow_31_elements():
     n = 2**31 + 4097
