@@ -54,7 +54,8 @@ struct Pointers {
 
 // Where the view's rows start: up to D dimensions other than the innermost, innermost first. The
 // outermost needs no division (the row index left is its index). D = 0 is a dense view's single
-// row; D = 1 the 2-D views of a chunk, narrow or column slice; larger D anything else.
+// row; D = 1 the 2-D views of a chunk, narrow or column slice (ndim is 1: the plan takes D = 1 for
+// those alone, and the kernel then tests nothing); larger D anything else.
 template <int N, int D>
 struct RowStarts {
   int ndim = 0;
@@ -64,9 +65,9 @@ struct RowStarts {
   __device__ __forceinline__ Offsets<N> operator()(uint32_t row) const {
     Offsets<N> at{};
 #pragma unroll(D < 4 ? D : 4)
-    for (int d = 0; d < D && d < ndim; ++d) {
+    for (int d = 0; d < D && (D == 1 || d < ndim); ++d) {
       uint32_t index = row;
-      if (d + 1 < ndim) {
+      if (D > 1 && d + 1 < ndim) {
         row = sizes[d].div(index);
         index -= row * sizes[d].divisor;
       }
@@ -238,6 +239,7 @@ void launch_kernel(const LaunchPlan& plan, const Op& op, const StridedView& part
     Pointers<T, N> ptr;
     Rows<N, D> rows;
     if constexpr (D > 0) {
+      if (D == 1 && part.ndim != 2) throw std::logic_error("act: a 2-D launch plan for a view of another rank");
       rows.starts.ndim = part.ndim - 1;
       for (int d = 1; d < part.ndim; ++d) {
         rows.starts.sizes[d - 1] = FastDivmod(static_cast<uint32_t>(part.sizes[d]));
