@@ -73,6 +73,25 @@ def silu_backward_scale(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return g * torch.sigmoid(x) * (1 + (x * torch.sigmoid(-x)).abs())
 
 
+def squared_relu_reference(x: torch.Tensor) -> torch.Tensor:
+    """Squared ReLU in float64, ``relu(x)^2`` (NaN passes through)."""
+    r = x.double().clamp_min(0)
+    return r * r
+
+
+def squared_relu_backward_reference(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """d relu(x)^2 / dx times ``grad`` in float64, ``2 relu(x) grad``: 0 where x <= 0 whatever grad is (as torch's
+    composition through threshold_backward), NaN where x is."""
+    g, x = grad.double(), x.double()
+    return torch.where(x <= 0, 0.0, 2 * x * g)
+
+
+def _squared_relu_torch_backward(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``grad * 2 relu(x)`` in torch's ops, laid out as ATen lays out an op on (grad_output, x) (where ``grad`` is
+    finite, the values torch's autograd gives ``relu(x).square()``, which drops any grad where x <= 0)."""
+    return grad * torch.where(x <= 0, 0.0, 2 * x)
+
+
 # GELU's constants: sqrt(1/2) to twice double's precision, and torch's tanh-form constants as doubles.
 SQRT_HALF = 0.70710678118654757
 SQRT_HALF_LO = -4.8336466567264567e-17
@@ -262,8 +281,9 @@ class Activation:
             result does not determine its gradient has only the second.
         backward_layout_from_grad: the backward's output is laid out as ATen's TensorIterator lays out an op
             on (grad_output, saved), as elu_backward does; else on (saved, grad_output), as threshold_backward.
-        drop_in: its functional form and module replace torch.nn's of the same names, with their ``inplace``
-            option; else an option of another drop-in selects it (GELU's ``approximate``), written by hand.
+        drop_in: its functional form and module are made from this record with torch.nn's ``input`` and
+            ``inplace`` (and replace torch.nn's of the same names where torch has them); else an option of another
+            drop-in selects it (GELU's ``approximate``), written by hand.
         scale: the size of the terms the forward's result is made of, from ``x``, where a bound is in ulps of that
             rather than of the result (None: its result).
     """
@@ -430,6 +450,26 @@ ACTIVATIONS = {
             drop_in=False,
             scale=gelu_scale,
         ),
+        Activation(
+            "squared_relu",
+            "SquaredReLU",
+            "Squared ReLU, ``max(0, x)^2`` (Primer; Nemotron-4's MLPs), passing NaN through.",
+            squared_relu_reference,
+            lambda x: torch.relu(x).square(),
+            lambda x: x.copy_(torch.relu(x).square()),  # relu_ then square_ would overwrite what relu_ saves
+            lambda x, out: torch.square(torch.relu(x), out=out),
+            # x^2 exact in the math type (float for the 16-bit types, double for float32): one rounding.
+            ulp_bound=(1.0, 1.0, 1.0),
+            gradients=(
+                Gradient(
+                    False,
+                    squared_relu_backward_reference,
+                    _squared_relu_torch_backward,
+                    ulp_bound=(1.0, 1.0, 1.0),
+                ),
+            ),
+            backward_layout_from_grad=True,
+        ),
     )
 }
 
@@ -539,6 +579,10 @@ GATED = {
         Gated(ACTIVATIONS["silu"], "SwiGLU", ulp_bound=(1.0, 1.0, 5.0), gradient_ulp_bound=(1.0, 1.0, 5.0)),
         Gated(ACTIVATIONS["gelu"], "GeGLU", ulp_bound=(1.0, 1.0, 9.0), gradient_ulp_bound=(1.0, 1.0, 9.0)),
         Gated(ACTIVATIONS["gelu_tanh"], "GeGLU (tanh)", ulp_bound=(1.0, 1.0, 5.0), gradient_ulp_bound=(1.0, 1.0, 9.0)),
+        # The 16-bit types' products of three factors round in float before their own rounding.
+        Gated(
+            ACTIVATIONS["squared_relu"], "squared ReGLU", ulp_bound=(1.0, 1.0, 2.0), gradient_ulp_bound=(1.0, 1.0, 2.0)
+        ),
     )
 }
 

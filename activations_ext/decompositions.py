@@ -252,9 +252,22 @@ def relu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is
     return _relu_gradient(grad_output, self_or_result, self_or_result.dtype)
 
 
-def _silu_math_dtype(dtype: torch.dtype) -> torch.dtype:
-    """The kernels' arithmetic for SiLU: float for the 16-bit types, double otherwise."""
+def _wide_math_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The kernels' arithmetic for SiLU and squared ReLU: float for the 16-bit types, double otherwise."""
     return torch.float32 if dtype.itemsize == 2 else torch.float64
+
+
+def _squared_relu_value(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Squared ReLU in the kernels' arithmetic, where x^2 is exact; NaN passes."""
+    xm = x.to(_wide_math_dtype(dtype))
+    return torch.where(xm <= 0, 0.0, xm * xm)
+
+
+def _squared_relu_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``2 x grad`` in the kernels' arithmetic, 0 wherever x <= 0 (whatever grad is), NaN where x is."""
+    math = _wide_math_dtype(dtype)
+    xm = x.to(math)
+    return torch.where(xm <= 0, 0.0, 2 * xm * grad.to(math))
 
 
 def _sigmoid_terms(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
@@ -271,7 +284,7 @@ def _silu_value(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
     """SiLU in the kernel's arithmetic: in double torch's ``x / (1 + exp(-x))`` (on CUDA: libdevice's exp against
     CUDA's, within the ulp bounds; on the CPU the kernel's exp is Sleef's), in float (16-bit types) ``x`` times
     sigmoid's terms."""
-    xm = x.to(_silu_math_dtype(dtype))
+    xm = x.to(_wide_math_dtype(dtype))
     if xm.dtype == torch.float64:
         return None if _kernels_of(x) == "cpu" else xm / (1 + torch.exp(-xm))
     denominator, sigmoid_numerator, _ = _sigmoid_terms(xm, dtype)
@@ -282,7 +295,7 @@ def _silu_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype) -> t
     """``grad * sigmoid(x) * (1 + x * (1 - sigmoid(x)))`` from sigmoid's terms over one division, ``s (D + x c) /
     D^2``, in the kernel's arithmetic (double on the CPU calls Sleef's exp). The float64 kernel divides twice: on
     CUDA this is held to its bounds."""
-    xm = x.to(_silu_math_dtype(dtype))
+    xm = x.to(_wide_math_dtype(dtype))
     terms = _sigmoid_terms(xm, dtype)
     if terms is None:
         return None
@@ -360,19 +373,6 @@ def _gelu_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype) -> t
     return grad.to(xm.dtype) * (cdf + xm * exp_half_square * (1 / math.sqrt(2 * math.pi)))
 
 
-def gelu(x: torch.Tensor) -> torch.Tensor:
-    """``act::gelu`` rounded once (CUDA, float32 and 16-bit; else a call)."""
-    return _rounded(_gelu_value(x, x.dtype), x.dtype)
-
-
-def gelu_backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is_result: bool = False) -> torch.Tensor:
-    """``act::gelu_backward`` from the input (CUDA, float32 and 16-bit; else, and from the result, which the kernel
-    refuses, a call)."""
-    if is_result:
-        return NotImplemented
-    return _rounded(_gelu_gradient(grad_output, self_or_result, self_or_result.dtype), self_or_result.dtype)
-
-
 def _gelu_tanh_in_range(x: torch.Tensor) -> torch.Tensor:
     """``gelu_tanh_in_range``: in float, finite x beyond +-20 taken at +-20 (bfloat16's x^3 overflows float), for the
     slope's arithmetic; sigmoid's terms take x as it is (beyond +-20 exp(-|v|) is 0 either way)."""
@@ -413,26 +413,40 @@ def _gelu_tanh_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype)
     return grad.to(xm.dtype) * gradient
 
 
-def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
-    """``act::gelu_tanh`` rounded once (CUDA, float32 and 16-bit; else a call)."""
-    return _rounded(_gelu_tanh_value(x, x.dtype), x.dtype)
-
-
-def gelu_tanh_backward(
-    grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is_result: bool = False
-) -> torch.Tensor:
-    """``act::gelu_tanh_backward`` from the input (CUDA, float32 and 16-bit; else a call)."""
-    if is_result:
-        return NotImplemented
-    return _rounded(_gelu_tanh_gradient(grad_output, self_or_result, self_or_result.dtype), self_or_result.dtype)
-
-
-# The gated forms, act(gate) * up: the activation's value times up and its gradient at grad * up in its math type,
-# each rounded once, as the kernels' GatedForward and GatedBackward.
+# An activation's value and gradient in its math type, from (x, storage dtype) and (grad, x, storage dtype): None
+# where no decomposition applies.
 Value = Callable[[torch.Tensor, torch.Tensor], torch.Tensor | None]
 Gradient = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor | None]
 
 
+def _from_input(
+    name: str, value: Value, gradient: Gradient
+) -> tuple[Callable[[torch.Tensor], torch.Tensor], Callable[..., torch.Tensor]]:
+    """``act::<name>`` and ``act::<name>_backward`` (from the input) for an activation whose gradient needs its input,
+    each its math-type ``value`` or ``gradient`` rounded once; where that is None, and for the gradient from the
+    result, which the kernel refuses, NotImplemented (a call)."""
+
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        return _rounded(value(x, x.dtype), x.dtype)
+
+    def backward(grad_output: torch.Tensor, self_or_result: torch.Tensor, *, is_result: bool = False) -> torch.Tensor:
+        if is_result:
+            return NotImplemented
+        return _rounded(gradient(grad_output, self_or_result, self_or_result.dtype), self_or_result.dtype)
+
+    forward.__name__, backward.__name__ = name, f"{name}_backward"
+    forward.__doc__, backward.__doc__ = f"``act::{name}`` rounded once.", f"``act::{name}_backward`` from the input."
+    return forward, backward
+
+
+# GELU's (CUDA, float32 and 16-bit; else a call) and squared ReLU's.
+gelu, gelu_backward = _from_input("gelu", _gelu_value, _gelu_gradient)
+gelu_tanh, gelu_tanh_backward = _from_input("gelu_tanh", _gelu_tanh_value, _gelu_tanh_gradient)
+squared_relu, squared_relu_backward = _from_input("squared_relu", _squared_relu_value, _squared_relu_gradient)
+
+
+# The gated forms, act(gate) * up: the activation's value times up and its gradient at grad * up in its math type,
+# each rounded once, as the kernels' GatedForward and GatedBackward.
 def _gated_pair(value: Value) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
     def pair(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
         acc = _compute_dtype(gate.dtype)
@@ -494,6 +508,7 @@ _GATED_MATH = {
     "silu": (_silu_value, _silu_gradient),
     "gelu": (_gelu_value, _gelu_gradient),
     "gelu_tanh": (_gelu_tanh_value, _gelu_tanh_gradient),
+    "squared_relu": (_squared_relu_value, _squared_relu_gradient),
 }
 
 
@@ -509,6 +524,8 @@ DECOMPOSITIONS = {
     torch.ops.act.gelu_backward.default: gelu_backward,
     torch.ops.act.gelu_tanh.default: gelu_tanh,
     torch.ops.act.gelu_tanh_backward.default: gelu_tanh_backward,
+    torch.ops.act.squared_relu.default: squared_relu,
+    torch.ops.act.squared_relu_backward.default: squared_relu_backward,
 }
 for _gated in GATED.values():
     DECOMPOSITIONS.update(_gated_decompositions(_gated.ops, *_GATED_MATH[_gated.activation.name]))

@@ -1,7 +1,7 @@
-"""Functional API: a drop-in for each activation's ``torch.nn.functional`` counterpart, with its signature
-(``input``, ``inplace``), made from the catalog; ``gelu`` (``input``, ``approximate``); the gated forms
-(``silu_and_mul(x)`` and ``silu_mul(gate, up)``, ``gelu_and_mul`` and ``gelu_mul`` with ``approximate``, ...); and
-``selu_alpha_dropout``."""
+"""Functional API: a drop-in for each activation's ``torch.nn.functional`` counterpart (or one with its conventions,
+where torch has none), with its signature (``input``, ``inplace``), made from the catalog; ``gelu`` (``input``,
+``approximate``); the gated forms (``silu_and_mul(x)`` and ``silu_mul(gate, up)``, ``gelu_and_mul`` and ``gelu_mul``
+with ``approximate``, ...); and ``selu_alpha_dropout``."""
 
 from collections.abc import Callable
 

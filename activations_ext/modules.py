@@ -1,6 +1,6 @@
-"""``nn.Module`` drop-ins: one for each activation's ``torch.nn`` counterpart, made from the catalog, ``GELU``, one
-for ``torch.nn.SELU`` followed by ``torch.nn.AlphaDropout``, and ``GatedMLP``, the gated MLP block of current
-models."""
+"""``nn.Module`` drop-ins: one for each activation of the catalog (its ``torch.nn`` counterpart's, where torch has
+one), ``GELU``, one for ``torch.nn.SELU`` followed by ``torch.nn.AlphaDropout``, and ``GatedMLP``, the gated MLP
+block of current models."""
 
 from collections.abc import Callable
 
@@ -32,9 +32,10 @@ class _Activation(nn.Module):
 
 def _module(activation: Activation) -> type[_Activation]:
     """The ``nn.Module`` drop-in of a catalog activation, named as torch.nn names its own."""
+    like = f", like ``torch.nn.{activation.module_name}``" if hasattr(nn, activation.module_name) else ""
     doc = f"""{activation.summary}
 
-    Applies :func:`activations_ext.{activation.name}` elementwise, like ``torch.nn.{activation.module_name}``.
+    Applies :func:`activations_ext.{activation.name}` elementwise{like}.
 
     Args:
         inplace: overwrite the input with the result.
@@ -96,13 +97,14 @@ class SELUAlphaDropout(nn.Module):
         return f"p={self.p}"
 
 
-# The gated ops by the name of the activation they gate: "silu", "gelu", "gelu_tanh", "relu".
+# The gated ops by the name of the activation they gate: "silu", "gelu", "gelu_tanh", "relu", "squared_relu".
 _GATED_BY_ACTIVATION = {gated.activation.name: gated for gated in GATED.values()}
 
 
 class GatedMLP(nn.Module):
     """A gated MLP block, ``down(act(gate) * up)`` (SwiGLU with ``activation="silu"``, GeGLU with ``"gelu"`` or
-    ``"gelu_tanh"``, ReGLU with ``"relu"``), as in Llama, Mistral, Qwen and Gemma.
+    ``"gelu_tanh"``, ReGLU with ``"relu"``, squared ReGLU with ``"squared_relu"``), as in Llama, Mistral, Qwen and
+    Gemma.
 
     Gate and up come from one fused projection, ``gate_up`` (``in_features -> 2 * hidden_features``, gate the first
     half of its output); the gated op reads both halves where they lie and writes ``[..., hidden_features]`` in one
@@ -113,7 +115,8 @@ class GatedMLP(nn.Module):
         in_features: the size of each input's last dimension.
         hidden_features: the gated hidden size (the intermediate size of a Llama MLP).
         out_features: the size of each output's last dimension; ``in_features`` when None.
-        activation: the gate's activation: ``"silu"``, ``"gelu"``, ``"gelu_tanh"`` or ``"relu"``.
+        activation: the gate's activation: ``"silu"``, ``"gelu"``, ``"gelu_tanh"``, ``"relu"`` or
+            ``"squared_relu"``.
         bias: whether both projections have a bias (current models have none).
         device: where to create the parameters.
         dtype: the parameters' dtype.

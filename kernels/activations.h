@@ -599,6 +599,18 @@ struct ReluMath {
   C10_HOST_DEVICE static math_t gradient(math_t grad, math_t x) { return x <= math_t(0) ? math_t(0) : grad; }
 };
 
+// Squared ReLU, relu(x)^2 (Primer's; the MLPs of Nemotron-4): x^2 is exact in float for the 16-bit types and in
+// double for float32, so each value, and a gated form's product with up, is rounded once; its gradient is
+// 2 relu(x) grad, dropped where x <= 0 whatever grad is (as torch's composition through threshold_backward) and NaN
+// where x is. float64 rounds x^2 once, its gated product twice.
+template <typename scalar_t>
+struct SquaredReluMath {
+  using math_t = std::conditional_t<sizeof(scalar_t) == 2, float, double>;
+  static constexpr bool tabulated = false;  // a product costs less than a gather
+  C10_HOST_DEVICE static math_t value(math_t x) { return x <= math_t(0) ? math_t(0) : x * x; }
+  C10_HOST_DEVICE static math_t gradient(math_t grad, math_t x) { return x <= math_t(0) ? math_t(0) : 2 * x * grad; }
+};
+
 // The functors over an activation's Math, each result rounded once from its math type: its forward, its gradient
 // from the input, and its gated forms. They and the larger Maths are always inlined: GCC leaves a body of GELU's
 // float64 size out of line, and a call in the CPU's vector loop keeps it scalar (0.03x torch).
@@ -1206,6 +1218,33 @@ struct Relu {
   using Backward = ReluBackward<T>;
 };
 
+// Squared ReLU's result determines relu(x), but its gradient is taken from the input, as SiLU's (no square root).
+struct SquaredRelu {
+  static constexpr const char* name = "squared_relu";
+  static constexpr Schemas schemas{
+      "squared_relu(Tensor x) -> Tensor",
+      "squared_relu_(Tensor(a!) x) -> Tensor(a!)",
+      "squared_relu.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
+      "squared_relu_backward(Tensor grad_output, Tensor self_or_result, *, bool is_result=False) -> Tensor",
+  };
+  static constexpr bool saves_input = true;
+  static constexpr bool gradient_needs_input = true;
+  static constexpr GatedSchemas gated{
+      "squared_relu_and_mul(Tensor x) -> Tensor",
+      "squared_relu_and_mul.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
+      "squared_relu_and_mul_backward(Tensor grad_output, Tensor x) -> Tensor",
+      "squared_relu_mul(Tensor gate, Tensor up) -> Tensor",
+      "squared_relu_mul.out(Tensor gate, Tensor up, *, Tensor(a!) out) -> Tensor(a!)",
+      "squared_relu_mul_backward(Tensor grad_output, Tensor gate, Tensor up) -> (Tensor grad_gate, Tensor grad_up)",
+  };
+  template <typename T>
+  using Math = SquaredReluMath<T>;
+  template <typename T>
+  using Forward = MathForward<SquaredReluMath<T>, T>;
+  template <typename T>
+  using Backward = MathBackward<SquaredReluMath<T>, T>;  // from the input
+};
+
 // SiLU's result does not determine its input (silu has a minimum), so its gradient comes from the input alone:
 // `gradient_needs_input`, and its in-place form saves a copy of the input before overwriting it.
 struct Silu {
@@ -1287,10 +1326,10 @@ struct GeluTanh {
   using Backward = MathBackward<GeluTanhMath<T>, T>;  // from the input
 };
 
-#define ACT_ACTIVATIONS(X) X(Selu) X(Relu) X(Silu) X(Gelu) X(GeluTanh)
+#define ACT_ACTIVATIONS(X) X(Selu) X(Relu) X(Silu) X(Gelu) X(GeluTanh) X(SquaredRelu)
 
 // The activations with gated forms (a `gated` member: their schemas, and `Math`), and those forms' functors.
-#define ACT_GATED(X) X(Relu) X(Silu) X(Gelu) X(GeluTanh)
+#define ACT_GATED(X) X(Relu) X(Silu) X(Gelu) X(GeluTanh) X(SquaredRelu)
 
 template <class Op>
 struct GatedOf {

@@ -117,6 +117,13 @@ at::Tensor backward_grad_of_saved(GeluTanh, const at::Tensor& gg, const at::Tens
   return gg * grad * (narrow ? second.to(x_in.scalar_type()) : second);
 }
 
+// squared_relu_backward, 2 relu(x) grad, differentiated in x: 2 grad where x > 0 or NaN (threshold_backward's mask, as
+// torch differentiates relu(x)^2), else 0.
+at::Tensor backward_grad_of_saved(SquaredRelu, const at::Tensor& gg, const at::Tensor& grad, const at::Tensor& x,
+                                  bool) {
+  return gg * grad * (x <= 0).logical_not().type_as(gg) * 2;
+}
+
 // relu_backward is piecewise constant in its saved tensor.
 at::Tensor backward_grad_of_saved(Relu, const at::Tensor&, const at::Tensor&, const at::Tensor&, bool) {
   return at::Tensor();

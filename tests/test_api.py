@@ -1,6 +1,7 @@
 """Python API, modules, bad input and the build itself."""
 
 import os
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -8,7 +9,7 @@ from conftest import DTYPES, random_data, requires_cuda
 from torch import nn
 
 import activations_ext
-from activations_ext.catalog import ACTIVATIONS, GATED
+from activations_ext.catalog import ACTIVATIONS, GATED, Activation
 
 DROP_INS = [a for a in ACTIVATIONS.values() if a.drop_in]
 
@@ -17,17 +18,22 @@ DROP_INS = [a for a in ACTIVATIONS.values() if a.drop_in]
 def test_modules_are_drop_ins(device, dtype):
     x = random_data((6, 9), dtype, device)
     for a in DROP_INS:
-        ours, theirs = getattr(activations_ext, a.module_name), getattr(nn, a.module_name)
-        assert repr(ours()) == repr(theirs()) and repr(ours(inplace=True)) == repr(theirs(inplace=True))
-        torch.testing.assert_close(ours()(x), theirs()(x))
+        ours, theirs = getattr(activations_ext, a.module_name), getattr(nn, a.module_name, None)
+        if theirs is None:  # no torch.nn counterpart: torch.nn's conventions, torch's composition's values
+            assert repr(ours()) == f"{a.module_name}()" and repr(ours(inplace=True)) == f"{a.module_name}(inplace=True)"
+            expected = a.torch_forward(x)
+        else:
+            assert repr(ours()) == repr(theirs()) and repr(ours(inplace=True)) == repr(theirs(inplace=True))
+            expected = theirs()(x)
+        torch.testing.assert_close(ours()(x), expected)
         y = x.clone()
         assert ours(inplace=True)(y) is y
-        torch.testing.assert_close(y, theirs()(x))
+        torch.testing.assert_close(y, expected)
 
 
 def test_public_api():
     drop_ins = {name for a in DROP_INS for name in (a.name, a.module_name)}
-    assert drop_ins >= {"selu", "relu", "SELU", "ReLU"}
+    assert drop_ins >= {"selu", "relu", "squared_relu", "SELU", "ReLU", "SquaredReLU"}
     gated = {name for g in GATED.values() if g.activation.drop_in for name in (g.name, g.pair_name)}
     assert gated >= {"silu_and_mul", "silu_mul", "relu_and_mul", "relu_mul"}
     assert set(activations_ext.__all__) == drop_ins | gated | {
@@ -141,9 +147,18 @@ def test_eager_and_compile_reject_bad_input_with_the_same_words(case):
     assert "but got torch." in eager[1] or "[4, 3]" in eager[1]  # dtypes as Python prints them
 
 
+def _torch_functional(a: Activation) -> Callable[..., torch.Tensor]:
+    """torch.nn.functional's form of an activation, or one of torch's composition with its signature."""
+
+    def composition(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:  # noqa: A002
+        return a.torch_inplace(input) if inplace else a.torch_forward(input)
+
+    return getattr(torch.nn.functional, a.name, composition)
+
+
 @pytest.mark.parametrize("name", [a.name for a in DROP_INS])
 def test_functional_api_takes_torch_nn_functional_arguments(name):
-    ours, theirs = getattr(activations_ext, name), getattr(torch.nn.functional, name)
+    ours, theirs = getattr(activations_ext, name), _torch_functional(ACTIVATIONS[name])
     x = random_data((5, 7), torch.float32, "cpu")
     torch.testing.assert_close(ours(input=x), theirs(input=x))
     torch.testing.assert_close(ours(x, False), theirs(x, False))

@@ -259,7 +259,7 @@ if not torch.set_flush_denormal(True):
     sys.exit(77)
 for dtype in (torch.float16, torch.bfloat16):
     x = torch.arange(-(1 << 15), 1 << 15, dtype=torch.int32).to(torch.int16).view(dtype)
-    for name in ("silu", "gelu", "gelu_tanh", "selu", "relu"):
+    for name in ("silu", "gelu", "gelu_tanh", "selu", "relu", "squared_relu"):
         getattr(torch.ops.act, name)(x)
     for name in ("silu", "gelu", "gelu_tanh"):
         getattr(torch.ops.act, f"{name}_backward")(x, x)
