@@ -83,7 +83,7 @@ def squared_relu_backward_reference(grad: torch.Tensor, x: torch.Tensor) -> torc
     """d relu(x)^2 / dx times ``grad`` in float64, ``2 relu(x) grad``: 0 where x <= 0 whatever grad is (as torch's
     composition through threshold_backward), NaN where x is."""
     g, x = grad.double(), x.double()
-    return torch.where(x <= 0, 0.0, 2 * x * g)
+    return torch.where(x <= 0, 0.0, x * g * 2)
 
 
 def _squared_relu_torch_backward(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:

@@ -264,10 +264,10 @@ def _squared_relu_value(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def _squared_relu_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """``2 x grad`` in the kernels' arithmetic, 0 wherever x <= 0 (whatever grad is), NaN where x is."""
+    """``2 x grad`` in the kernels' arithmetic (x grad first), 0 wherever x <= 0 (whatever grad is), NaN where x is."""
     math = _wide_math_dtype(dtype)
     xm = x.to(math)
-    return torch.where(xm <= 0, 0.0, 2 * xm * grad.to(math))
+    return torch.where(xm <= 0, 0.0, xm * grad.to(math) * 2)
 
 
 def _sigmoid_terms(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
@@ -434,8 +434,9 @@ def _from_input(
             return NotImplemented
         return _rounded(gradient(grad_output, self_or_result, self_or_result.dtype), self_or_result.dtype)
 
-    forward.__name__, backward.__name__ = name, f"{name}_backward"
-    forward.__doc__, backward.__doc__ = f"``act::{name}`` rounded once.", f"``act::{name}_backward`` from the input."
+    for function, op in ((forward, name), (backward, f"{name}_backward")):
+        function.__name__ = function.__qualname__ = op
+        function.__doc__ = f"``act::{op}`` in the kernels' arithmetic, rounded once where it applies (else a call)."
     return forward, backward
 
 

@@ -103,8 +103,8 @@ _GATED_BY_ACTIVATION = {gated.activation.name: gated for gated in GATED.values()
 
 class GatedMLP(nn.Module):
     """A gated MLP block, ``down(act(gate) * up)`` (SwiGLU with ``activation="silu"``, GeGLU with ``"gelu"`` or
-    ``"gelu_tanh"``, ReGLU with ``"relu"``, squared ReGLU with ``"squared_relu"``), as in Llama, Mistral, Qwen and
-    Gemma.
+    ``"gelu_tanh"``, ReGLU with ``"relu"``), as in Llama, Mistral, Qwen and Gemma, or squared ReGLU with
+    ``"squared_relu"``.
 
     Gate and up come from one fused projection, ``gate_up`` (``in_features -> 2 * hidden_features``, gate the first
     half of its output); the gated op reads both halves where they lie and writes ``[..., hidden_features]`` in one

@@ -599,16 +599,18 @@ struct ReluMath {
   C10_HOST_DEVICE static math_t gradient(math_t grad, math_t x) { return x <= math_t(0) ? math_t(0) : grad; }
 };
 
-// Squared ReLU, relu(x)^2 (Primer's; the MLPs of Nemotron-4): x^2 is exact in float for the 16-bit types and in
-// double for float32, so each value, and a gated form's product with up, is rounded once; its gradient is
+// Squared ReLU, relu(x)^2 (Primer's; the MLPs of Nemotron-4): x^2 is exact in float for float16 and bfloat16 (but
+// where it leaves float's range, past |x| = 2^64) and in double for float32, so each value is its square correctly
+// rounded; a gated form rounds its product once from that math type, as the other gated forms. The gradient is
 // 2 relu(x) grad, dropped where x <= 0 whatever grad is (as torch's composition through threshold_backward) and NaN
-// where x is. float64 rounds x^2 once, its gated product twice.
+// where x is; x grad first, so that it overflows only where the result does (torch's 2 x overflows from half the
+// dtype's largest value).
 template <typename scalar_t>
 struct SquaredReluMath {
   using math_t = std::conditional_t<sizeof(scalar_t) == 2, float, double>;
   static constexpr bool tabulated = false;  // a product costs less than a gather
   C10_HOST_DEVICE static math_t value(math_t x) { return x <= math_t(0) ? math_t(0) : x * x; }
-  C10_HOST_DEVICE static math_t gradient(math_t grad, math_t x) { return x <= math_t(0) ? math_t(0) : 2 * x * grad; }
+  C10_HOST_DEVICE static math_t gradient(math_t grad, math_t x) { return x <= math_t(0) ? math_t(0) : x * grad * 2; }
 };
 
 // The functors over an activation's Math, each result rounded once from its math type: its forward, its gradient

@@ -118,10 +118,10 @@ at::Tensor backward_grad_of_saved(GeluTanh, const at::Tensor& gg, const at::Tens
 }
 
 // squared_relu_backward, 2 relu(x) grad, differentiated in x: 2 grad where x > 0 or NaN (threshold_backward's mask, as
-// torch differentiates relu(x)^2), else 0.
+// torch differentiates relu(x)^2), else 0 whatever gg and grad are (a select, not a product with the mask).
 at::Tensor backward_grad_of_saved(SquaredRelu, const at::Tensor& gg, const at::Tensor& grad, const at::Tensor& x,
                                   bool) {
-  return gg * grad * (x <= 0).logical_not().type_as(gg) * 2;
+  return (gg * grad * 2).masked_fill(x <= 0, 0);
 }
 
 // relu_backward is piecewise constant in its saved tensor.
