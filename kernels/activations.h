@@ -1252,8 +1252,23 @@ struct Relu {
   using Backward = ReluBackward<T>;
 };
 
+// An activation computed by its `Math`, whose gradient comes from the input alone (its result does not determine
+// its input, or not without a square root): `gradient_needs_input`, and its in-place form saves a copy of the input
+// before overwriting it. Its descriptor adds its name and schemas.
+template <template <typename> class MathOf>
+struct GradientFromInput {
+  static constexpr bool saves_input = true;
+  static constexpr bool gradient_needs_input = true;
+  template <typename T>
+  using Math = MathOf<T>;
+  template <typename T>
+  using Forward = MathForward<MathOf<T>, T>;
+  template <typename T>
+  using Backward = MathBackward<MathOf<T>, T>;  // from the input
+};
+
 // Squared ReLU's result determines relu(x), but its gradient is taken from the input, as SiLU's (no square root).
-struct SquaredRelu {
+struct SquaredRelu : GradientFromInput<SquaredReluMath> {
   static constexpr const char* name = "squared_relu";
   static constexpr Schemas schemas{
       "squared_relu(Tensor x) -> Tensor",
@@ -1261,8 +1276,6 @@ struct SquaredRelu {
       "squared_relu.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
       "squared_relu_backward(Tensor grad_output, Tensor self_or_result, *, bool is_result=False) -> Tensor",
   };
-  static constexpr bool saves_input = true;
-  static constexpr bool gradient_needs_input = true;
   static constexpr GatedSchemas gated{
       "squared_relu_and_mul(Tensor x) -> Tensor",
       "squared_relu_and_mul.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
@@ -1271,17 +1284,10 @@ struct SquaredRelu {
       "squared_relu_mul.out(Tensor gate, Tensor up, *, Tensor(a!) out) -> Tensor(a!)",
       "squared_relu_mul_backward(Tensor grad_output, Tensor gate, Tensor up) -> (Tensor grad_gate, Tensor grad_up)",
   };
-  template <typename T>
-  using Math = SquaredReluMath<T>;
-  template <typename T>
-  using Forward = MathForward<SquaredReluMath<T>, T>;
-  template <typename T>
-  using Backward = MathBackward<SquaredReluMath<T>, T>;  // from the input
 };
 
-// SiLU's result does not determine its input (silu has a minimum), so its gradient comes from the input alone:
-// `gradient_needs_input`, and its in-place form saves a copy of the input before overwriting it.
-struct Silu {
+// SiLU's result does not determine its input (silu has a minimum).
+struct Silu : GradientFromInput<SiluMath> {
   static constexpr const char* name = "silu";
   static constexpr Schemas schemas{
       "silu(Tensor x) -> Tensor",
@@ -1289,8 +1295,6 @@ struct Silu {
       "silu.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
       "silu_backward(Tensor grad_output, Tensor self_or_result, *, bool is_result=False) -> Tensor",
   };
-  static constexpr bool saves_input = true;
-  static constexpr bool gradient_needs_input = true;
   static constexpr GatedSchemas gated{
       "silu_and_mul(Tensor x) -> Tensor",
       "silu_and_mul.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
@@ -1299,16 +1303,10 @@ struct Silu {
       "silu_mul.out(Tensor gate, Tensor up, *, Tensor(a!) out) -> Tensor(a!)",
       "silu_mul_backward(Tensor grad_output, Tensor gate, Tensor up) -> (Tensor grad_gate, Tensor grad_up)",
   };
-  template <typename T>
-  using Math = SiluMath<T>;
-  template <typename T>
-  using Forward = MathForward<SiluMath<T>, T>;
-  template <typename T>
-  using Backward = MathBackward<SiluMath<T>, T>;  // from the input
 };
 
 // GELU has a minimum too: its gradient comes from the input alone, as SiLU's.
-struct Gelu {
+struct Gelu : GradientFromInput<GeluMath> {
   static constexpr const char* name = "gelu";
   static constexpr Schemas schemas{
       "gelu(Tensor x) -> Tensor",
@@ -1316,8 +1314,6 @@ struct Gelu {
       "gelu.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
       "gelu_backward(Tensor grad_output, Tensor self_or_result, *, bool is_result=False) -> Tensor",
   };
-  static constexpr bool saves_input = true;
-  static constexpr bool gradient_needs_input = true;
   static constexpr GatedSchemas gated{
       "gelu_and_mul(Tensor x) -> Tensor",
       "gelu_and_mul.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
@@ -1326,15 +1322,9 @@ struct Gelu {
       "gelu_mul.out(Tensor gate, Tensor up, *, Tensor(a!) out) -> Tensor(a!)",
       "gelu_mul_backward(Tensor grad_output, Tensor gate, Tensor up) -> (Tensor grad_gate, Tensor grad_up)",
   };
-  template <typename T>
-  using Math = GeluMath<T>;
-  template <typename T>
-  using Forward = MathForward<GeluMath<T>, T>;
-  template <typename T>
-  using Backward = MathBackward<GeluMath<T>, T>;  // from the input
 };
 
-struct GeluTanh {
+struct GeluTanh : GradientFromInput<GeluTanhMath> {
   static constexpr const char* name = "gelu_tanh";
   static constexpr Schemas schemas{
       "gelu_tanh(Tensor x) -> Tensor",
@@ -1342,8 +1332,6 @@ struct GeluTanh {
       "gelu_tanh.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
       "gelu_tanh_backward(Tensor grad_output, Tensor self_or_result, *, bool is_result=False) -> Tensor",
   };
-  static constexpr bool saves_input = true;
-  static constexpr bool gradient_needs_input = true;
   static constexpr GatedSchemas gated{
       "gelu_tanh_and_mul(Tensor x) -> Tensor",
       "gelu_tanh_and_mul.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
@@ -1352,12 +1340,6 @@ struct GeluTanh {
       "gelu_tanh_mul.out(Tensor gate, Tensor up, *, Tensor(a!) out) -> Tensor(a!)",
       "gelu_tanh_mul_backward(Tensor grad_output, Tensor gate, Tensor up) -> (Tensor grad_gate, Tensor grad_up)",
   };
-  template <typename T>
-  using Math = GeluTanhMath<T>;
-  template <typename T>
-  using Forward = MathForward<GeluTanhMath<T>, T>;
-  template <typename T>
-  using Backward = MathBackward<GeluTanhMath<T>, T>;  // from the input
 };
 
 #define ACT_ACTIVATIONS(X) X(Selu) X(Relu) X(Silu) X(Gelu) X(GeluTanh) X(SquaredRelu)
