@@ -97,6 +97,7 @@ SQRT_HALF = 0.70710678118654757
 SQRT_HALF_LO = -4.8336466567264567e-17
 GELU_TANH_SCALE = 2 * 0.7978845608028654  # 2 sqrt(2 / pi)
 GELU_TANH_CUBIC = 0.044715
+QUICK_GELU_SLOPE = 1.702  # quick GELU's v = 1.702 x, the constant as a double
 
 
 def _two_product(a: torch.Tensor, b: torch.Tensor | float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -164,9 +165,16 @@ def gelu_backward_scale(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return g * (cdf + (x * pdf).abs()) + g.abs() * (1 + x.abs()) * _SMALLEST_NORMAL64
 
 
+def _sigmoids(v: torch.Tensor, v_lo: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``sigmoid(v + v_lo)`` and ``1 - sigmoid(v + v_lo)`` in float64, from ``exp(-|v|)`` corrected to first order."""
+    t = torch.exp(-v.abs()) * (1 - torch.where(v < 0, -v_lo, v_lo))
+    small, large = t / (1 + t), 1 / (1 + t)
+    return torch.where(v < 0, small, large), torch.where(v < 0, large, small)
+
+
 def _gelu_tanh_sigmoids(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``sigmoid(v)`` and ``1 - sigmoid(v)`` in float64 for float64 ``x``, v = 2 sqrt(2 / pi) (x + 0.044715 x^3)
-    carried to twice double's precision, ``exp(-|v|)`` then corrected to first order."""
+    carried to twice double's precision."""
     square, square_lo = _two_product(x, x)
     cube, cube_lo = _two_product(square, x)
     cube_lo = cube_lo + square_lo * x
@@ -174,35 +182,84 @@ def _gelu_tanh_sigmoids(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     inner, inner_lo = _two_sum(x, cubic)
     v, v_lo = _two_product(inner, GELU_TANH_SCALE)
     v_lo = v_lo + GELU_TANH_SCALE * (inner_lo + cubic_lo + GELU_TANH_CUBIC * cube_lo)
-    v_lo = torch.where(x.abs() < 1e100, v_lo, 0.0)
-    t = torch.exp(-v.abs()) * (1 - torch.where(v < 0, -v_lo, v_lo))
-    small, large = t / (1 + t), 1 / (1 + t)
-    return torch.where(v < 0, small, large), torch.where(v < 0, large, small)
-
-
-def gelu_tanh_reference(x: torch.Tensor) -> torch.Tensor:
-    """GELU with torch's approximate="tanh" in float64: ``x sigmoid(v)``, which ``x (1 + tanh(v / 2)) / 2`` is."""
-    x = x.double()
-    return x * _gelu_tanh_sigmoids(x)[0]
+    return _sigmoids(v, torch.where(x.abs() < 1e100, v_lo, 0.0))
 
 
 def _gelu_tanh_slope(x: torch.Tensor) -> torch.Tensor:
     return GELU_TANH_SCALE * (1 + 3 * GELU_TANH_CUBIC * x * x)
 
 
-def gelu_tanh_backward_reference(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """d gelu_tanh / dx times ``grad`` in float64: ``sigmoid(v) (1 + x v' (1 - sigmoid(v)))``."""
-    g, x = grad.double(), x.double()
-    sigmoid, complement = _gelu_tanh_sigmoids(x)
-    return g * (sigmoid * (1 + x * _gelu_tanh_slope(x) * complement))  # g last, as silu's
+def _quick_gelu_sigmoids(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``sigmoid(v)`` and ``1 - sigmoid(v)`` in float64 for float64 ``x``, v = 1.702 x to twice double's precision."""
+    return _sigmoids(*_two_product(x, QUICK_GELU_SLOPE))
 
 
-def gelu_tanh_backward_scale(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """The size of the terms gelu_tanh's gradient adds, ``grad sigmoid(v) (1 + |x v' (1 - sigmoid(v))|)``."""
-    g, x = grad.double(), x.double()
-    sigmoid, complement = _gelu_tanh_sigmoids(x)
-    slope_term = (x * _gelu_tanh_slope(x)).abs()
-    return g * sigmoid * (1 + slope_term * complement) + g.abs() * (1 + slope_term) * _SMALLEST_NORMAL64
+def _quick_gelu_slope(x: torch.Tensor) -> torch.Tensor:
+    return torch.full_like(x, QUICK_GELU_SLOPE)
+
+
+# An activation x sigmoid(v(x)) in float64: its sigmoids of v and v' = dv/dx.
+Sigmoids = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+
+
+def _x_sigmoid_references(name: str, sigmoids: Sigmoids, slope: Callable[[torch.Tensor], torch.Tensor]) -> tuple:
+    """The float64 reference of ``x sigmoid(v)``, of its gradient ``sigmoid(v) (1 + x v' (1 - sigmoid(v)))`` times
+    grad, and the size of the terms that gradient adds, ``grad sigmoid(v) (1 + |x v' (1 - sigmoid(v))|)``."""
+
+    def reference(x: torch.Tensor) -> torch.Tensor:
+        x = x.double()
+        return x * sigmoids(x)[0]
+
+    def backward_reference(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        g, x = grad.double(), x.double()
+        sigmoid, complement = sigmoids(x)
+        return g * (sigmoid * (1 + x * slope(x) * complement))  # g last, as silu's
+
+    def backward_scale(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        g, x = grad.double(), x.double()
+        sigmoid, complement = sigmoids(x)
+        slope_term = (x * slope(x)).abs()
+        return g * sigmoid * (1 + slope_term * complement) + g.abs() * (1 + slope_term) * _SMALLEST_NORMAL64
+
+    functions = (reference, backward_reference, backward_scale)
+    for function, suffix, doc in zip(
+        functions,
+        ("reference", "backward_reference", "backward_scale"),
+        (f"{name} in float64, ``x sigmoid(v)``.", f"d {name} / dx times ``grad`` in float64.", "Its gradient's terms."),
+        strict=True,
+    ):
+        function.__name__ = function.__qualname__ = f"{name}_{suffix}"
+        function.__doc__ = doc
+    return functions
+
+
+# GELU with torch's approximate="tanh" (``x (1 + tanh(v / 2)) / 2`` is ``x sigmoid(v)``) and quick GELU.
+gelu_tanh_reference, gelu_tanh_backward_reference, gelu_tanh_backward_scale = _x_sigmoid_references(
+    "gelu_tanh", _gelu_tanh_sigmoids, _gelu_tanh_slope
+)
+quick_gelu_reference, quick_gelu_backward_reference, quick_gelu_backward_scale = _x_sigmoid_references(
+    "quick_gelu", _quick_gelu_sigmoids, _quick_gelu_slope
+)
+
+
+def _quick_gelu_torch(x: torch.Tensor) -> torch.Tensor:
+    """torch's composition, ``x * torch.sigmoid(1.702 * x)`` (CLIP's QuickGELU), in float for the 16-bit types, as
+    torch's own activations compute them (in bfloat16 its three roundings cost the gradient up to 93% of its value);
+    torch.mul names a bad argument as torch.nn.functional's activations do."""
+    narrow = isinstance(x, torch.Tensor) and x.dtype.itemsize == 2
+    wide = x.float() if narrow else x
+    result = wide * torch.sigmoid(torch.mul(wide, QUICK_GELU_SLOPE))
+    return result.to(x.dtype) if narrow else result
+
+
+def _quick_gelu_torch_backward(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """The gradient torch's autograd gives that composition, in its ops and order: ``grad sigmoid(v) + (grad x) (1 -
+    sigmoid(v)) sigmoid(v) 1.702``."""
+    narrow = x.dtype.itemsize == 2
+    g, wide = (grad.float(), x.float()) if narrow else (grad, x)
+    sigmoid = torch.sigmoid(QUICK_GELU_SLOPE * wide)
+    result = g * sigmoid + torch.ops.aten.sigmoid_backward(g * wide, sigmoid) * QUICK_GELU_SLOPE
+    return result.to(x.dtype) if narrow else result
 
 
 def _bound_for(bound: tuple[float, float, float], dtype: torch.dtype) -> float:
@@ -470,6 +527,30 @@ ACTIVATIONS = {
             ),
             backward_layout_from_grad=True,
         ),
+        Activation(
+            "quick_gelu",
+            "QuickGELU",
+            "Quick GELU, ``x sigmoid(1.702 x)`` (CLIP's GELU approximation).",
+            quick_gelu_reference,
+            _quick_gelu_torch,
+            # On a copy, as torch's own silu_ keeps one: x * sigmoid(v)'s gradient needs x.
+            lambda x: x.copy_(_quick_gelu_torch(x.clone())),
+            lambda x, out: out.copy_(_quick_gelu_torch(x)),
+            # As gelu_tanh's: one rounding of float32 and 16-bit results; float64 exp's error, the division's and
+            # products', and the float64 reference's own.
+            ulp_bound=(1.0, 1.0, 4.0),
+            gradients=(
+                Gradient(
+                    False,
+                    quick_gelu_backward_reference,
+                    _quick_gelu_torch_backward,
+                    ulp_bound=(1.0, 1.0, 8.0),
+                    scale=quick_gelu_backward_scale,
+                ),
+            ),
+            backward_layout_from_grad=True,
+            scale=gelu_scale,
+        ),
     )
 }
 
@@ -583,6 +664,7 @@ GATED = {
         Gated(
             ACTIVATIONS["squared_relu"], "squared ReGLU", ulp_bound=(1.0, 1.0, 2.0), gradient_ulp_bound=(1.0, 1.0, 2.0)
         ),
+        Gated(ACTIVATIONS["quick_gelu"], "quick GeGLU", ulp_bound=(1.0, 1.0, 5.0), gradient_ulp_bound=(1.0, 1.0, 9.0)),
     )
 }
 

@@ -11,7 +11,15 @@ from collections.abc import Callable
 
 import torch
 
-from activations_ext.catalog import GATED, GELU_TANH_CUBIC, GELU_TANH_SCALE, SELU_ALPHA, SELU_SCALE, SQRT_HALF
+from activations_ext.catalog import (
+    GATED,
+    GELU_TANH_CUBIC,
+    GELU_TANH_SCALE,
+    QUICK_GELU_SLOPE,
+    SELU_ALPHA,
+    SELU_SCALE,
+    SQRT_HALF,
+)
 
 
 def _to_float32(value: float) -> float:
@@ -373,44 +381,62 @@ def _gelu_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype) -> t
     return grad.to(xm.dtype) * (cdf + xm * exp_half_square * (1 / math.sqrt(2 * math.pi)))
 
 
-def _gelu_tanh_in_range(x: torch.Tensor) -> torch.Tensor:
-    """``gelu_tanh_in_range``: in float, finite x beyond +-20 taken at +-20 (bfloat16's x^3 overflows float), for the
-    slope's arithmetic; sigmoid's terms take x as it is (beyond +-20 exp(-|v|) is 0 either way)."""
-    if x.dtype == torch.float64:
-        return x
-    return torch.where((x.abs() <= 20) | ~x.isfinite(), x, torch.where(x < 0, -20.0, 20.0))
+def _x_sigmoid_math(
+    name: str,
+    argument: Callable[[torch.Tensor], torch.Tensor],
+    argument_slope: Callable[[torch.Tensor], torch.Tensor],
+    float_range: float,
+) -> tuple[Callable[..., torch.Tensor | None], Callable[..., torch.Tensor | None]]:
+    """The value and gradient of ``x sigmoid(v)``, v = ``argument(x)`` with dv/dx = ``argument_slope(x)`` (XSigmoidMath
+    in kernels/activations.h; CUDA, float32 and 16-bit, else None): the value ``x s / D`` and the gradient over one
+    division, ``s (D + x v' c) / D^2``, from sigmoid's terms of v, t = exp(-|v|). In float the slope's arithmetic
+    takes finite x beyond +-``float_range`` there (sigmoid's terms take x as it is: exp(-|v|) is 0 beyond)."""
+
+    def terms(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        v = argument(x)
+        t = _gelu_exp(-v.abs(), dtype)
+        negative = v < 0
+        return 1 + t, torch.where(negative, t, 1.0), torch.where(negative, 1.0, t)
+
+    def value(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
+        if not _gelu_decomposes(x, dtype):
+            return None
+        xm = _gelu_math(x, dtype)
+        denominator, sigmoid_numerator, _ = terms(xm, dtype)
+        return xm * sigmoid_numerator / denominator
+
+    def gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
+        if not _gelu_decomposes(x, dtype):
+            return None
+        x_in = _gelu_math(x, dtype)
+        denominator, sigmoid_numerator, complement_numerator = terms(x_in, dtype)
+        xm = x_in
+        if xm.dtype != torch.float64:
+            beyond = torch.where(xm < 0, -float_range, float_range)
+            xm = torch.where((xm.abs() <= float_range) | ~xm.isfinite(), xm, beyond)
+        slope = argument_slope(xm)
+        gradient = sigmoid_numerator * (denominator + xm * slope * complement_numerator) / (denominator * denominator)
+        return grad.to(xm.dtype) * gradient
+
+    value.__name__ = value.__qualname__ = f"_{name}_value"
+    gradient.__name__ = gradient.__qualname__ = f"_{name}_gradient"
+    return value, gradient
 
 
-def _gelu_tanh_terms(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``gelu_tanh_sigmoid_terms`` in x's arithmetic: 1 + t and sigmoid's numerators over it, t = exp(-|v|),
-    v = 2 sqrt(2 / pi) (x + 0.044715 x^3)."""
-    v = GELU_TANH_SCALE * (x + GELU_TANH_CUBIC * (x * x * x))
-    t = _gelu_exp(-v.abs(), dtype)
-    negative = v < 0
-    return 1 + t, torch.where(negative, t, 1.0), torch.where(negative, 1.0, t)
+def _gelu_tanh_slope(x: torch.Tensor) -> torch.Tensor:
+    """v' = 2 sqrt(2 / pi) (1 + 3 * 0.044715 x^2), 3 * 0.044715 in the math type as the kernel folds it (in float:
+    float(3 * float(0.044715)))."""
+    cubic3 = 3 * GELU_TANH_CUBIC if x.dtype == torch.float64 else _to_float32(3 * _to_float32(GELU_TANH_CUBIC))
+    return GELU_TANH_SCALE * (1 + cubic3 * (x * x))
 
 
-def _gelu_tanh_value(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
-    """gelu_tanh, ``x sigmoid(v)`` from sigmoid's terms (CUDA, float32 and 16-bit; else None)."""
-    if not _gelu_decomposes(x, dtype):
-        return None
-    xm = _gelu_math(x, dtype)
-    denominator, sigmoid_numerator, _ = _gelu_tanh_terms(xm, dtype)
-    return xm * sigmoid_numerator / denominator
-
-
-def _gelu_tanh_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
-    """gelu_tanh's gradient over one division, ``s (D + x v' c) / D^2`` (CUDA, float32 and 16-bit; else None)."""
-    if not _gelu_decomposes(x, dtype):
-        return None
-    x_in = _gelu_math(x, dtype)
-    denominator, sigmoid_numerator, complement_numerator = _gelu_tanh_terms(x_in, dtype)
-    xm = _gelu_tanh_in_range(x_in)
-    # 3 * 0.044715 in the math type, as the kernel folds it (in float: float(3 * float(0.044715))).
-    cubic3 = 3 * GELU_TANH_CUBIC if xm.dtype == torch.float64 else _to_float32(3 * _to_float32(GELU_TANH_CUBIC))
-    slope = GELU_TANH_SCALE * (1 + cubic3 * (xm * xm))
-    gradient = sigmoid_numerator * (denominator + xm * slope * complement_numerator) / (denominator * denominator)
-    return grad.to(xm.dtype) * gradient
+# gelu_tanh: v = 2 sqrt(2 / pi) (x + 0.044715 x^3) (bfloat16's x^3 overflows float past 20); quick GELU: v = 1.702 x.
+_gelu_tanh_value, _gelu_tanh_gradient = _x_sigmoid_math(
+    "gelu_tanh", lambda x: GELU_TANH_SCALE * (x + GELU_TANH_CUBIC * (x * x * x)), _gelu_tanh_slope, 20.0
+)
+_quick_gelu_value, _quick_gelu_gradient = _x_sigmoid_math(
+    "quick_gelu", lambda x: QUICK_GELU_SLOPE * x, lambda x: QUICK_GELU_SLOPE, 100.0
+)
 
 
 # An activation's value and gradient in its math type, from (x, storage dtype) and (grad, x, storage dtype): None
@@ -440,10 +466,11 @@ def _from_input(
     return forward, backward
 
 
-# GELU's (CUDA, float32 and 16-bit; else a call) and squared ReLU's.
+# GELU's and quick GELU's (CUDA, float32 and 16-bit; else a call) and squared ReLU's.
 gelu, gelu_backward = _from_input("gelu", _gelu_value, _gelu_gradient)
 gelu_tanh, gelu_tanh_backward = _from_input("gelu_tanh", _gelu_tanh_value, _gelu_tanh_gradient)
 squared_relu, squared_relu_backward = _from_input("squared_relu", _squared_relu_value, _squared_relu_gradient)
+quick_gelu, quick_gelu_backward = _from_input("quick_gelu", _quick_gelu_value, _quick_gelu_gradient)
 
 
 # The gated forms, act(gate) * up: the activation's value times up and its gradient at grad * up in its math type,
@@ -510,6 +537,7 @@ _GATED_MATH = {
     "gelu": (_gelu_value, _gelu_gradient),
     "gelu_tanh": (_gelu_tanh_value, _gelu_tanh_gradient),
     "squared_relu": (_squared_relu_value, _squared_relu_gradient),
+    "quick_gelu": (_quick_gelu_value, _quick_gelu_gradient),
 }
 
 
@@ -527,6 +555,8 @@ DECOMPOSITIONS = {
     torch.ops.act.gelu_tanh_backward.default: gelu_tanh_backward,
     torch.ops.act.squared_relu.default: squared_relu,
     torch.ops.act.squared_relu_backward.default: squared_relu_backward,
+    torch.ops.act.quick_gelu.default: quick_gelu,
+    torch.ops.act.quick_gelu_backward.default: quick_gelu_backward,
 }
 for _gated in GATED.values():
     DECOMPOSITIONS.update(_gated_decompositions(_gated.ops, *_GATED_MATH[_gated.activation.name]))

@@ -97,14 +97,15 @@ class SELUAlphaDropout(nn.Module):
         return f"p={self.p}"
 
 
-# The gated ops by the name of the activation they gate: "silu", "gelu", "gelu_tanh", "relu", "squared_relu".
+# The gated ops by the name of the activation they gate: "silu", "gelu", "gelu_tanh", "relu", "squared_relu",
+# "quick_gelu".
 _GATED_BY_ACTIVATION = {gated.activation.name: gated for gated in GATED.values()}
 
 
 class GatedMLP(nn.Module):
     """A gated MLP block, ``down(act(gate) * up)`` (SwiGLU with ``activation="silu"``, GeGLU with ``"gelu"`` or
-    ``"gelu_tanh"``, ReGLU with ``"relu"``), as in Llama, Mistral, Qwen and Gemma, or squared ReGLU with
-    ``"squared_relu"``.
+    ``"gelu_tanh"``, ReGLU with ``"relu"``), as in Llama, Mistral, Qwen and Gemma, squared ReGLU with
+    ``"squared_relu"`` or quick GeGLU with ``"quick_gelu"``.
 
     Gate and up come from one fused projection, ``gate_up`` (``in_features -> 2 * hidden_features``, gate the first
     half of its output); the gated op reads both halves where they lie and writes ``[..., hidden_features]`` in one
@@ -115,8 +116,8 @@ class GatedMLP(nn.Module):
         in_features: the size of each input's last dimension.
         hidden_features: the gated hidden size (the intermediate size of a Llama MLP).
         out_features: the size of each output's last dimension; ``in_features`` when None.
-        activation: the gate's activation: ``"silu"``, ``"gelu"``, ``"gelu_tanh"``, ``"relu"`` or
-            ``"squared_relu"``.
+        activation: the gate's activation: ``"silu"``, ``"gelu"``, ``"gelu_tanh"``, ``"relu"``, ``"squared_relu"``
+            or ``"quick_gelu"``.
         bias: whether both projections have a bias (current models have none).
         device: where to create the parameters.
         dtype: the parameters' dtype.

@@ -946,15 +946,12 @@ struct GeluMath {
   }
 };
 
-// GELU with torch's approximate="tanh": x (1 + tanh(u)) / 2, u = sqrt(2 / pi) (x + 0.044715 x^3), which is
-// x sigmoid(v) with v = 2u: from sigmoid's terms, which do not cancel where torch's 1 + tanh(u) does (below about
-// x = -3). In double (float for the 16-bit types); in float64 v is carried to twice double's precision (its rounding
-// would cost |v| ulps of a result in the negative tail). The constants are torch's, as doubles.
-constexpr double kGeluTanhScale = 2 * 0.7978845608028654;  // 2 sqrt(2 / pi), torch's kBeta doubled (exact)
-constexpr double kGeluTanhCubic = 0.044715;
-
-struct GeluTanhArgument {
-  double v, v_lo;  // 2u = v + v_lo
+// Activations of the form x sigmoid(v), v = v(x): GELU's tanh approximation and quick GELU. From sigmoid's terms,
+// which do not cancel where torch's 1 + tanh(v / 2) or 1 - sigmoid(v) does; in double (float for the 16-bit types),
+// and in float64 with v carried to twice double's precision (its rounding would cost |v| ulps of a result in the
+// negative tail).
+struct SigmoidArgument {
+  double v, v_lo;  // v + v_lo
 };
 
 // Each step rounded as written: the error terms below are exact only so (on the GPU the compiler would otherwise
@@ -975,37 +972,14 @@ C10_HOST_DEVICE inline double mul_rn(double a, double b) {
 #endif
 }
 
-// v in float, for the 16-bit types' arithmetic.
-C10_HOST_DEVICE inline float gelu_tanh_argument(float x) {
-  return float(kGeluTanhScale) * (x + float(kGeluTanhCubic) * (x * x * x));
-}
-
-template <typename scalar_t>
-C10_HOST_DEVICE inline GeluTanhArgument gelu_tanh_argument(double x) {
-  const double square = mul_rn(x, x);
-  const double cube = mul_rn(square, x);
-  const double cubic = mul_rn(kGeluTanhCubic, cube);
-  const double inner = add_rn(x, cubic);
-  const double v = mul_rn(kGeluTanhScale, inner);
-  if constexpr (!std::is_same_v<scalar_t, double>) return {v, 0.0};
-  // Each product's and sum's rounding error (exact by fma and TwoSum), carried to first order.
-  const double square_lo = fma_of(x, x, -square);
-  const double cube_lo = fma_of(square, x, -cube) + square_lo * x;
-  const double cubic_lo = fma_of(kGeluTanhCubic, cube, -cubic) + kGeluTanhCubic * cube_lo;
-  const double x_part = add_rn(inner, -cubic);
-  const double inner_lo = add_rn(add_rn(x, -x_part), add_rn(cubic, -add_rn(inner, -x_part))) + cubic_lo;
-  const double v_lo = fma_of(kGeluTanhScale, inner, -v) + kGeluTanhScale * inner_lo;
-  return {v, fabs(x) < 1e100 ? v_lo : 0.0};  // beyond, inf and NaN: no inf - inf
-}
-
 // sigmoid's terms of v + v_lo: exp(-|v| - |v|_lo) = exp(-|v|) (1 - |v|_lo); in float, of v.
-template <typename scalar_t, typename math_t>
-C10_HOST_DEVICE inline SigmoidTerms<math_t> gelu_tanh_sigmoid_terms(math_t x) {
+template <typename scalar_t, class Argument, typename math_t>
+C10_HOST_DEVICE inline SigmoidTerms<math_t> x_sigmoid_terms(math_t x) {
   if constexpr (std::is_same_v<math_t, float>) {
-    const float v = gelu_tanh_argument(x);
+    const float v = Argument::v(x);
     return sigmoid_terms_selected(v < 0.f, exp_nonpositive<scalar_t, float>(v < 0.f ? v : -v));
   } else {
-    const GeluTanhArgument a = gelu_tanh_argument<scalar_t>(x);
+    const SigmoidArgument a = Argument::template v<scalar_t>(x);
     const double negative = a.v < 0 ? 1.0 : 0.0;
     const double magnitude_lo = a.v < 0 ? -a.v_lo : a.v_lo;
     const double exp_argument = a.v < 0 ? a.v : -a.v;
@@ -1020,36 +994,91 @@ C10_HOST_DEVICE inline SigmoidTerms<math_t> gelu_tanh_sigmoid_terms(math_t x) {
   }
 }
 
-// gelu_tanh's value and slope, sigmoid(v) (1 + x v' (1 - sigmoid(v))) with v' = dv/dx = 2 sqrt(2 / pi) (1 + 3 *
-// 0.044715 x^2); the slope cancels near its root x = -0.75.
-// In float, v' x overflows for bfloat16's largest values (x^3 past 3.4e38), and x v' (1 - sigmoid(v)) would be
-// inf * 0: the slope's arithmetic takes x at +-20 beyond it, where the slope is 1 or 0 already (infinities and NaN
-// kept). sigmoid's terms need no such step: beyond +-20, |v| > 600 or v = +-inf, and exp(-|v|) is 0 either way, so
-// the value and the gradient share the terms of x itself (the gated backward computes them once).
-template <typename math_t>
-C10_HOST_DEVICE inline math_t gelu_tanh_in_range(math_t x) {
-  if constexpr (std::is_same_v<math_t, float>) {
-    const bool finite_beyond = !(fabsf(x) <= 20.f) && fabsf(x) < INFINITY;
-    return finite_beyond ? (x < 0.f ? -20.f : 20.f) : x;
-  } else {
-    return x;
-  }
-}
-
-template <typename scalar_t>
-struct GeluTanhMath {
-  using math_t = gelu_math_t<scalar_t>;
+// x sigmoid(v)'s value and slope, sigmoid(v) (1 + x v' (1 - sigmoid(v))) with v' = dv/dx. `Argument` gives v (in
+// float, and in double with its rounding error for float64), v' and the x the slope's arithmetic takes (in float,
+// x v' would overflow for the largest finite x, and x v' (1 - sigmoid(v)) be inf * 0: beyond where the slope is 1
+// or 0 already in float, x is taken there; infinities and NaN kept).
+template <typename scalar_t, class Argument>
+struct XSigmoidMath {
+  using math_t = std::conditional_t<sizeof(scalar_t) == 2, float, double>;
   static constexpr bool tabulated = true;
   C10_HOST_DEVICE static math_t value(math_t x) {
-    const SigmoidTerms<math_t> terms = gelu_tanh_sigmoid_terms<scalar_t>(x);
+    const SigmoidTerms<math_t> terms = x_sigmoid_terms<scalar_t, Argument>(x);
     return sigmoid_quotient<scalar_t>(x * terms.sigmoid_numerator, terms.denominator);
   }
   C10_HOST_DEVICE static math_t gradient(math_t grad, math_t x_in) {
-    const math_t x = gelu_tanh_in_range(x_in);
-    const math_t v_slope = math_t(kGeluTanhScale) * (1 + 3 * math_t(kGeluTanhCubic) * (x * x));
-    return grad * x_sigmoid_slope<scalar_t>(gelu_tanh_sigmoid_terms<scalar_t>(x_in), x, v_slope);
+    const math_t x = in_range(x_in);
+    const math_t v_slope = Argument::slope(x);
+    return grad * x_sigmoid_slope<scalar_t>(x_sigmoid_terms<scalar_t, Argument>(x_in), x, v_slope);
+  }
+  C10_HOST_DEVICE static math_t in_range(math_t x) {
+    if constexpr (std::is_same_v<math_t, float>) {
+      const bool finite_beyond = !(fabsf(x) <= Argument::kFloatRange) && fabsf(x) < INFINITY;
+      return finite_beyond ? (x < 0.f ? -Argument::kFloatRange : Argument::kFloatRange) : x;
+    } else {
+      return x;
+    }
   }
 };
+
+// GELU with torch's approximate="tanh": x (1 + tanh(u)) / 2, u = sqrt(2 / pi) (x + 0.044715 x^3), which is
+// x sigmoid(v) with v = 2u. The constants are torch's, as doubles. The slope cancels near its root x = -0.75.
+// Beyond |x| = 20, |v| > 600 and exp(-|v|) is 0, so the slope is 1 or 0 there (bfloat16's x^3 overflows float).
+constexpr double kGeluTanhScale = 2 * 0.7978845608028654;  // 2 sqrt(2 / pi), torch's kBeta doubled (exact)
+constexpr double kGeluTanhCubic = 0.044715;
+
+struct GeluTanhArgument {
+  static constexpr float kFloatRange = 20.f;
+  C10_HOST_DEVICE static float v(float x) {
+    return float(kGeluTanhScale) * (x + float(kGeluTanhCubic) * (x * x * x));
+  }
+  template <typename scalar_t>
+  C10_HOST_DEVICE static SigmoidArgument v(double x) {
+    const double square = mul_rn(x, x);
+    const double cube = mul_rn(square, x);
+    const double cubic = mul_rn(kGeluTanhCubic, cube);
+    const double inner = add_rn(x, cubic);
+    const double v = mul_rn(kGeluTanhScale, inner);
+    if constexpr (!std::is_same_v<scalar_t, double>) return {v, 0.0};
+    // Each product's and sum's rounding error (exact by fma and TwoSum), carried to first order.
+    const double square_lo = fma_of(x, x, -square);
+    const double cube_lo = fma_of(square, x, -cube) + square_lo * x;
+    const double cubic_lo = fma_of(kGeluTanhCubic, cube, -cubic) + kGeluTanhCubic * cube_lo;
+    const double x_part = add_rn(inner, -cubic);
+    const double inner_lo = add_rn(add_rn(x, -x_part), add_rn(cubic, -add_rn(inner, -x_part))) + cubic_lo;
+    const double v_lo = fma_of(kGeluTanhScale, inner, -v) + kGeluTanhScale * inner_lo;
+    return {v, fabs(x) < 1e100 ? v_lo : 0.0};  // beyond, inf and NaN: no inf - inf
+  }
+  template <typename math_t>
+  C10_HOST_DEVICE static math_t slope(math_t x) {
+    return math_t(kGeluTanhScale) * (1 + 3 * math_t(kGeluTanhCubic) * (x * x));
+  }
+};
+
+template <typename scalar_t>
+using GeluTanhMath = XSigmoidMath<scalar_t, GeluTanhArgument>;
+
+// Quick GELU, x sigmoid(1.702 x) (CLIP's GELU approximation): v = 1.702 x, the constant as a double, as the
+// composition `x * torch.sigmoid(1.702 * x)` takes it. Beyond |x| = 100, exp(-|v|) is 0 in float.
+constexpr double kQuickGeluSlope = 1.702;
+
+struct QuickGeluArgument {
+  static constexpr float kFloatRange = 100.f;
+  C10_HOST_DEVICE static float v(float x) { return float(kQuickGeluSlope) * x; }
+  template <typename scalar_t>
+  C10_HOST_DEVICE static SigmoidArgument v(double x) {
+    const double v = mul_rn(kQuickGeluSlope, x);
+    if constexpr (!std::is_same_v<scalar_t, double>) return {v, 0.0};
+    return {v, fabs(x) < 1e300 ? fma_of(kQuickGeluSlope, x, -v) : 0.0};  // beyond, inf and NaN: no inf - inf
+  }
+  template <typename math_t>
+  C10_HOST_DEVICE static math_t slope(math_t) {
+    return math_t(kQuickGeluSlope);
+  }
+};
+
+template <typename scalar_t>
+using QuickGeluMath = XSigmoidMath<scalar_t, QuickGeluArgument>;
 
 // torch.nn.functional.alpha_dropout in train mode, with drop probability p: a kept value v becomes
 // a * v + b_keep and a dropped one b_drop (torch computes v * 0 + b_drop: NaN stays NaN), where
@@ -1346,10 +1375,28 @@ struct GeluTanh : GradientFromInput<GeluTanhMath> {
   };
 };
 
-#define ACT_ACTIVATIONS(X) X(Selu) X(Relu) X(Silu) X(Gelu) X(GeluTanh) X(SquaredRelu)
+struct QuickGelu : GradientFromInput<QuickGeluMath> {
+  static constexpr const char* name = "quick_gelu";
+  static constexpr Schemas schemas{
+      "quick_gelu(Tensor x) -> Tensor",
+      "quick_gelu_(Tensor(a!) x) -> Tensor(a!)",
+      "quick_gelu.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
+      "quick_gelu_backward(Tensor grad_output, Tensor self_or_result, *, bool is_result=False) -> Tensor",
+  };
+  static constexpr GatedSchemas gated{
+      "quick_gelu_and_mul(Tensor x) -> Tensor",
+      "quick_gelu_and_mul.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
+      "quick_gelu_and_mul_backward(Tensor grad_output, Tensor x) -> Tensor",
+      "quick_gelu_mul(Tensor gate, Tensor up) -> Tensor",
+      "quick_gelu_mul.out(Tensor gate, Tensor up, *, Tensor(a!) out) -> Tensor(a!)",
+      "quick_gelu_mul_backward(Tensor grad_output, Tensor gate, Tensor up) -> (Tensor grad_gate, Tensor grad_up)",
+  };
+};
+
+#define ACT_ACTIVATIONS(X) X(Selu) X(Relu) X(Silu) X(Gelu) X(GeluTanh) X(SquaredRelu) X(QuickGelu)
 
 // The activations with gated forms (a `gated` member: their schemas, and `Math`), and those forms' functors.
-#define ACT_GATED(X) X(Relu) X(Silu) X(Gelu) X(GeluTanh) X(SquaredRelu)
+#define ACT_GATED(X) X(Relu) X(Silu) X(Gelu) X(GeluTanh) X(SquaredRelu) X(QuickGelu)
 
 template <class Op>
 struct GatedOf {

@@ -99,22 +99,37 @@ at::Tensor backward_grad_of_saved(Gelu, const at::Tensor& gg, const at::Tensor& 
   return gg * grad * (square * -0.5).exp() * kInvSqrtTwoPi * (2 - square);
 }
 
-// gelu_tanh = x sigmoid(v), v = k (x + c x^3): its second derivative is sigmoid(v) sigmoid(-v) (2 v' + x (sigmoid(-v) -
-// sigmoid(v)) v'^2 + x v''), v' = k (1 + 3 c x^2), v'' = 6 k c x: from sigmoids, where torch's 1 - tanh^2 cancels
-// in the negative tail (float64 over x in [-4.35, -4.25]: relative error 1.7e-12, against 3.3e-15 here).
-// In float for the 16-bit types, whose x v'^2 overflows from |x| of about 10 (torch's form stays finite there).
-at::Tensor backward_grad_of_saved(GeluTanh, const at::Tensor& gg, const at::Tensor& grad, const at::Tensor& x_in,
-                                  bool) {
+// gg grad f''(x) for f = x sigmoid(v(x)): sigmoid(v) sigmoid(-v) (2 v' + x (sigmoid(-v) - sigmoid(v)) v'^2 + x v''),
+// from sigmoids, where torch's 1 - tanh^2 (gelu_tanh) cancels in the negative tail (float64 over x in [-4.35, -4.25]:
+// relative error 1.7e-12, against 3.3e-15 here). In float for the 16-bit types, whose x v'^2 overflows from |x| of
+// about 10 for gelu_tanh (torch's form stays finite there). `terms` gives v, v' and x v'' from x in that type.
+template <class Terms>
+at::Tensor x_sigmoid_grad_of_saved(const at::Tensor& gg, const at::Tensor& grad, const at::Tensor& x_in, Terms terms) {
   const bool narrow = at::isReducedFloatingType(x_in.scalar_type());
   const at::Tensor x = narrow ? x_in.to(at::kFloat) : x_in;
-  const at::Tensor square = x * x;
-  const at::Tensor v = x * (1 + kGeluTanhCubic * square) * kGeluTanhScale;
+  const auto [v, slope, x_curvature] = terms(x);
   const at::Tensor sigmoid = v.sigmoid(), complement = (-v).sigmoid();
-  const at::Tensor slope = (1 + 3 * kGeluTanhCubic * square) * kGeluTanhScale;
-  const at::Tensor curvature = x * (6 * kGeluTanhCubic * kGeluTanhScale);
-  const at::Tensor second =
-      sigmoid * complement * (2 * slope + x * (complement - sigmoid) * slope * slope + x * curvature);
+  const at::Tensor second = sigmoid * complement * (2 * slope + x * (complement - sigmoid) * slope * slope + x_curvature);
   return gg * grad * (narrow ? second.to(x_in.scalar_type()) : second);
+}
+
+// gelu_tanh: v = k (x + c x^3), v' = k (1 + 3 c x^2), v'' = 6 k c x.
+at::Tensor backward_grad_of_saved(GeluTanh, const at::Tensor& gg, const at::Tensor& grad, const at::Tensor& x_in,
+                                  bool) {
+  return x_sigmoid_grad_of_saved(gg, grad, x_in, [](const at::Tensor& x) {
+    const at::Tensor square = x * x;
+    return std::make_tuple(x * (1 + kGeluTanhCubic * square) * kGeluTanhScale,
+                           (1 + 3 * kGeluTanhCubic * square) * kGeluTanhScale,
+                           x * (x * (6 * kGeluTanhCubic * kGeluTanhScale)));
+  });
+}
+
+// quick_gelu: v = k x, v' = k, v'' = 0.
+at::Tensor backward_grad_of_saved(QuickGelu, const at::Tensor& gg, const at::Tensor& grad, const at::Tensor& x_in,
+                                  bool) {
+  return x_sigmoid_grad_of_saved(gg, grad, x_in, [](const at::Tensor& x) {
+    return std::make_tuple(x * kQuickGeluSlope, kQuickGeluSlope, 0.0);
+  });
 }
 
 // squared_relu_backward, 2 relu(x) grad, differentiated in x: 2 grad where x > 0 or NaN (threshold_backward's mask, as

@@ -188,7 +188,7 @@ def test_cpu_16_bit_slope_lookups_equal_the_arithmetic(dtype):
     # rows of other steps compute them. Every bit pattern, against gradients of mixed signs, infinities and NaN.
     x, x_spaced = every_16_bit_pattern(dtype)
     grad = with_specials(random_data(x.shape, dtype, "cpu", seed=3))
-    for name in ("silu", "gelu", "gelu_tanh"):
+    for name in ("silu", "gelu", "gelu_tanh", "quick_gelu"):
         backward = getattr(torch.ops.act, f"{name}_backward")
         computed = backward(spaced(grad), x_spaced).contiguous()
         assert_same_numbers(backward(grad, x), computed, name)
@@ -259,9 +259,9 @@ if not torch.set_flush_denormal(True):
     sys.exit(77)
 for dtype in (torch.float16, torch.bfloat16):
     x = torch.arange(-(1 << 15), 1 << 15, dtype=torch.int32).to(torch.int16).view(dtype)
-    for name in ("silu", "gelu", "gelu_tanh", "selu", "relu", "squared_relu"):
+    for name in ("silu", "gelu", "gelu_tanh", "quick_gelu", "selu", "relu", "squared_relu"):
         getattr(torch.ops.act, name)(x)
-    for name in ("silu", "gelu", "gelu_tanh"):
+    for name in ("silu", "gelu", "gelu_tanh", "quick_gelu"):
         getattr(torch.ops.act, f"{name}_backward")(x, x)
         getattr(torch.ops.act, f"{name}_mul")(x, x)
         getattr(torch.ops.act, f"{name}_mul_backward")(x, x, x)

@@ -156,8 +156,8 @@ def test_decompositions_equal_the_cpu_kernels_run_eagerly():
             ]
             for op, args, kwargs in calls:
                 decomposed = decompositions.DECOMPOSITIONS[op](*args, **kwargs)
-                # In double with Sleef's exp: float32 SiLU, gelu_tanh.
-                if a.name in ("silu", "gelu_tanh") and dtype == torch.float32:
+                # In double with Sleef's exp: float32 SiLU, gelu_tanh, quick GELU.
+                if a.name in ("silu", "gelu_tanh", "quick_gelu") and dtype == torch.float32:
                     assert decomposed is NotImplemented, (op, kwargs)
                     continue
                 assert same_bits(decomposed, op(*args, **kwargs)).all(), (op, dtype, kwargs)
@@ -166,7 +166,7 @@ def test_decompositions_equal_the_cpu_kernels_run_eagerly():
     assert decompositions.selu_backward(ones, ones, is_result=False) is NotImplemented
     assert decompositions.silu(ones) is NotImplemented
     assert decompositions.silu_backward(ones, ones) is NotImplemented
-    for name in ("gelu", "gelu_tanh"):
+    for name in ("gelu", "gelu_tanh", "quick_gelu"):
         assert getattr(decompositions, name)(ones) is NotImplemented
         assert getattr(decompositions, f"{name}_backward")(ones, ones) is NotImplemented
 
@@ -176,7 +176,7 @@ def decompose_gelu_as_on_cuda(monkeypatch) -> None:
     monkeypatch.setattr(decompositions, "_kernels_of", lambda x: "cuda")
 
 
-@pytest.mark.parametrize("name", ["gelu", "gelu_tanh"])
+@pytest.mark.parametrize("name", ["gelu", "gelu_tanh", "quick_gelu"])
 def test_gelu_decompositions_meet_the_kernels_bounds(monkeypatch, name):
     """The CUDA decompositions of GELU, evaluated on the CPU (where they would otherwise stay calls): within the
     kernels' ulp bounds of the float64 references over the whole range (and every value of the 16-bit types, where
@@ -222,11 +222,11 @@ def gated_calls(gated, dtype: torch.dtype) -> list:
 @pytest.mark.parametrize("name", GATED)
 def test_gated_decompositions_equal_the_cpu_kernels(name, dtype):
     """The gated forms' formulations on the CPU, bit for bit as the kernels; where the activation calls Sleef in double
-    (SiLU and gelu_tanh in float32, every float64 form but ReLU's and squared ReLU's) a call."""
+    (SiLU, gelu_tanh and quick GELU in float32, every float64 form but ReLU's and squared ReLU's) a call."""
     gated = GATED[name]
     activation = gated.activation.name
     in_double = (activation not in ("relu", "squared_relu") and dtype == torch.float64) or (
-        activation in ("silu", "gelu_tanh") and dtype == torch.float32
+        activation in ("silu", "gelu_tanh", "quick_gelu") and dtype == torch.float32
     )
     for op, args in gated_calls(gated, dtype):
         decomposed = decompositions.DECOMPOSITIONS[op](*args)
