@@ -599,6 +599,11 @@ struct ReluMath {
   C10_HOST_DEVICE static math_t gradient(math_t grad, math_t x) { return x <= math_t(0) ? math_t(0) : grad; }
 };
 
+// The math type of the activations computed wider than they are stored (all but SELU and ReLU): float for the 16-bit
+// types, double for float32 (so that a float32 result is rounded once) and float64.
+template <typename scalar_t>
+using wide_math_t = std::conditional_t<sizeof(scalar_t) == 2, float, double>;
+
 // Squared ReLU, relu(x)^2 (Primer's; the MLPs of Nemotron-4): x^2 is exact in float for float16 and bfloat16 (but
 // where it leaves float's range, past |x| = 2^64) and in double for float32, so each value is its square correctly
 // rounded; a gated form rounds its product once from that math type, as the other gated forms. The gradient is
@@ -607,7 +612,7 @@ struct ReluMath {
 // dtype's largest value).
 template <typename scalar_t>
 struct SquaredReluMath {
-  using math_t = std::conditional_t<sizeof(scalar_t) == 2, float, double>;
+  using math_t = wide_math_t<scalar_t>;
   static constexpr bool tabulated = false;  // a product costs less than a gather
   C10_HOST_DEVICE static math_t value(math_t x) { return x <= math_t(0) ? math_t(0) : x * x; }
   C10_HOST_DEVICE static math_t gradient(math_t grad, math_t x) { return x <= math_t(0) ? math_t(0) : x * grad * 2; }
@@ -667,8 +672,6 @@ struct GatedBackward : OverMath<Math, scalar_t, 3, 2> {
 // (on the CPU in float arithmetic, which vectorizes; on the GPU the hardware exp2). With t = exp(-|x|) <= 1,
 // sigmoid(x) and 1 - sigmoid(x) are t / (1 + t) and 1 / (1 + t), the one or the other by the sign of x: neither
 // cancels, where torch's 1 - sigmoid(x) does for large x, and exp(-x) overflows below x = -88 in float.
-template <typename scalar_t>
-using silu_math_t = std::conditional_t<sizeof(scalar_t) == 2, float, double>;
 
 template <typename math_t>
 struct SigmoidTerms {
@@ -767,7 +770,7 @@ __device__ __forceinline__ double silu_gradient_from_float(double grad, float x_
 // for large x).
 template <typename scalar_t>
 struct SiluMath {
-  using math_t = silu_math_t<scalar_t>;
+  using math_t = wide_math_t<scalar_t>;
   static constexpr bool tabulated = true;
   C10_HOST_DEVICE static math_t value(math_t x) {
 #ifdef __CUDA_ARCH__
@@ -883,10 +886,6 @@ constexpr DoubleTable<13> kErfOverZ{
 
 C10_HOST_DEVICE inline double erf_over_z(double w) { return horner(table<kErfOverZ>(), w); }
 
-// GELU's and gelu_tanh's arithmetic: float for the 16-bit types, double otherwise.
-template <typename scalar_t>
-using gelu_math_t = std::conditional_t<sizeof(scalar_t) == 2, float, double>;
-
 // exp(-x^2 / 2); in float64 with x^2's rounding error (exact by fma) folded in. Past |x| = 1e150 it is 0 either way.
 template <typename scalar_t, typename math_t>
 C10_HOST_DEVICE inline math_t exp_half_square(math_t x) {
@@ -934,7 +933,7 @@ C10_HOST_DEVICE C10_ALWAYS_INLINE math_t normal_cdf(math_t x, math_t exp_half_sq
 // the functors over a Math.
 template <typename scalar_t>
 struct GeluMath {
-  using math_t = gelu_math_t<scalar_t>;
+  using math_t = wide_math_t<scalar_t>;
   static constexpr bool tabulated = true;
   C10_HOST_DEVICE C10_ALWAYS_INLINE static math_t value(math_t x) {
     const math_t e = std::is_same_v<math_t, double> ? exp_half_square<scalar_t>(x) : math_t(0);
@@ -1000,7 +999,7 @@ C10_HOST_DEVICE inline SigmoidTerms<math_t> x_sigmoid_terms(math_t x) {
 // or 0 already in float, x is taken there; infinities and NaN kept).
 template <typename scalar_t, class Argument>
 struct XSigmoidMath {
-  using math_t = std::conditional_t<sizeof(scalar_t) == 2, float, double>;
+  using math_t = wide_math_t<scalar_t>;
   static constexpr bool tabulated = true;
   C10_HOST_DEVICE static math_t value(math_t x) {
     const SigmoidTerms<math_t> terms = x_sigmoid_terms<scalar_t, Argument>(x);

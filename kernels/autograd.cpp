@@ -109,7 +109,8 @@ at::Tensor x_sigmoid_grad_of_saved(const at::Tensor& gg, const at::Tensor& grad,
   const at::Tensor x = narrow ? x_in.to(at::kFloat) : x_in;
   const auto [v, slope, x_curvature] = terms(x);
   const at::Tensor sigmoid = v.sigmoid(), complement = (-v).sigmoid();
-  const at::Tensor second = sigmoid * complement * (2 * slope + x * (complement - sigmoid) * slope * slope + x_curvature);
+  const at::Tensor second =
+      sigmoid * complement * (2 * slope + x * (complement - sigmoid) * slope * slope + x_curvature);
   return gg * grad * (narrow ? second.to(x_in.scalar_type()) : second);
 }
 
