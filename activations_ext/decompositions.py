@@ -278,14 +278,17 @@ def _squared_relu_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dty
     return torch.where(xm <= 0, 0.0, xm * grad.to(math) * 2)
 
 
-def _sigmoid_terms(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
-    """``sigmoid_terms`` (kernels/activations.h) for storage ``dtype``: 1 + t and the numerators of sigmoid(x) and
-    1 - sigmoid(x) over it, t = exp(-|x|) by ``_exp_nonpositive``; None where that is."""
-    t = _exp_nonpositive(torch.where(x < 0, x, -x), dtype)
-    if t is None:
-        return None
-    negative = x < 0
+def _terms_from(negative: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``sigmoid_terms_from`` (kernels/activations.h): 1 + t and the numerators of sigmoid(v) and 1 - sigmoid(v) over
+    it, from t = exp(-|v|) and v's sign."""
     return 1 + t, torch.where(negative, t, 1.0), torch.where(negative, 1.0, t)
+
+
+def _sigmoid_terms(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+    """``sigmoid_terms`` for storage ``dtype``: ``_terms_from`` with t = exp(-|x|) by ``_exp_nonpositive``; None where
+    that is."""
+    t = _exp_nonpositive(torch.where(x < 0, x, -x), dtype)
+    return None if t is None else _terms_from(x < 0, t)
 
 
 def _silu_value(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
@@ -394,9 +397,7 @@ def _x_sigmoid_math(
 
     def terms(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         v = argument(x)
-        t = _gelu_exp(-v.abs(), dtype)
-        negative = v < 0
-        return 1 + t, torch.where(negative, t, 1.0), torch.where(negative, 1.0, t)
+        return _terms_from(v < 0, _gelu_exp(-v.abs(), dtype))
 
     def value(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
         if not _gelu_decomposes(x, dtype):

@@ -717,9 +717,8 @@ C10_HOST_DEVICE inline math_t sigmoid_quotient(math_t n, math_t d) {
 
 // x sigmoid(v) differentiated in x, for v = v(x) with dv/dx = slope: sigmoid(v) (1 + x slope (1 - sigmoid(v))),
 // with sigmoid(v) = s / D and 1 - sigmoid(v) = c / D. Over one division, s (D + x slope c) / D^2 (on the GPU one
-// reciprocal: a division is dear there), but for float64 results, which keep two: D^2's rounding took float64 SiLU's
-// gradient from 3.35 to 3.51 ulps of its terms (benchmarks/probes/float64_accuracy.py) and past the catalog's 4 in
-// the CPU's baseline loop, for 0.84x torch's time where two divisions take 0.77x.
+// reciprocal: a division is dear there), but for float64 results, which keep two: D^2's rounding takes float64 SiLU's
+// gradient past its bound (docs/design/silu.md).
 template <typename scalar_t, typename math_t>
 C10_HOST_DEVICE inline math_t x_sigmoid_slope(const SigmoidTerms<math_t>& terms, math_t x, math_t slope) {
   const math_t d = terms.denominator;
