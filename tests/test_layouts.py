@@ -7,7 +7,7 @@ import torch
 from conftest import FORWARD, STRIDED_LAYOUTS, assert_matches, make_layout, random_data, requires_cuda
 from torch.profiler import ProfilerActivity, profile
 
-from activations_ext.catalog import ACTIVATIONS
+from activations_ext.catalog import ACTIVATIONS, GATED
 
 ALLOCATING_OPS = {"aten::empty", "aten::empty_like", "aten::empty_strided", "aten::clone", "aten::contiguous"}
 
@@ -111,3 +111,31 @@ def test_views_of_more_than_2_to_the_31_elements_go_in_parts(layout):
     expected = torch.selu(x)
     torch.ops.act.selu_(x)
     torch.testing.assert_close(x, expected, rtol=1e-3, atol=1e-6)
+
+
+@pytest.mark.cpu_only
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_cpu_rows_past_the_prefetch_size_give_the_rows_bits(dtype):
+    """A CPU row of more than 16 MiB of operands takes the loop that prefetches (cpu_kernels.cpp, prefetched_row):
+    its results equal those of the same elements in shorter rows, for one, two and three inputs and two outputs,
+    wherever the steps of 128 elements and the row's tail fall. One thread: the whole row is one chunk."""
+    n = (32 << 20) // (2 * dtype.itemsize) + 77  # one input and one output past 16 MiB
+    part = 1 << 16
+    generator = torch.Generator().manual_seed(3)
+    grad, gate, up = (4 * torch.randn(n, dtype=dtype, generator=generator) for _ in range(3))
+    pair_backward = GATED["silu_and_mul"].ops.pair_backward
+    cases = {
+        "selu": lambda *t: (torch.ops.act.selu(t[1]),),
+        "silu_backward": lambda *t: (torch.ops.act.silu_backward(t[0], t[1]),),
+        "silu_mul backward": lambda *t: pair_backward(*t),
+    }
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for name, op in cases.items():
+            whole = op(grad, gate, up)
+            parts = [op(grad[i : i + part], gate[i : i + part], up[i : i + part]) for i in range(0, n, part)]
+            for k, result in enumerate(whole):
+                assert torch.equal(result, torch.cat([p[k] for p in parts])), (name, k)
+    finally:
+        torch.set_num_threads(threads)
