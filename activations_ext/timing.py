@@ -65,16 +65,28 @@ def per_call_seconds(
     return {name: statistics.median(times) for name, times in samples.items()}
 
 
+def cold_l2_seconds(fn: Callable[[], object], flush: Callable[[], object]) -> float:
+    """Device time of one CUDA call of ``fn`` in seconds, by CUDA events, after ``flush`` (which empties the L2) and
+    behind a sleep kernel of about a millisecond, during which the host queues the whole call (dispatch, guards,
+    autograd): what is timed is then the device's work, not the host's."""
+    flush()
+    torch.cuda._sleep(2_000_000)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1e3
+
+
 def interleaved_median_seconds(
     fns: dict[str, Callable[[], object]], device: torch.device, rounds: int = 25, warmup: int = 2
 ) -> dict[str, float]:
     """Median run time of each function, the functions run in turns so drift in clocks or load reaches them alike.
 
-    On CUDA each run starts on a cold L2 (see ``median_seconds``) and behind a sleep kernel of about a
-    millisecond, during which the host queues the whole call (dispatch, guards, autograd): what is timed
-    between the CUDA events is then the device's work, not the host's. On the CPU: wall clock, each sample
-    repeating the call enough times to last ``CPU_SAMPLE_SECONDS`` (a single microsecond call would time the
-    clock and the scheduler, not the op).
+    On CUDA each run starts on a cold L2 (see ``median_seconds``), timed by ``cold_l2_seconds``. On the CPU: wall
+    clock, each sample repeating the call enough times to last ``CPU_SAMPLE_SECONDS`` (a single microsecond call
+    would time the clock and the scheduler, not the op).
     """
     calls = {name: 1 for name in fns}
     for _ in range(warmup):
@@ -92,12 +104,5 @@ def interleaved_median_seconds(
                     fn()
                 samples[name].append((time.perf_counter() - begin) / calls[name])
                 continue
-            flush.fill_(1)
-            torch.cuda._sleep(2_000_000)
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            samples[name].append(start.elapsed_time(end) / 1e3)
+            samples[name].append(cold_l2_seconds(fn, lambda: flush.fill_(1)))
     return {name: statistics.median(times) for name, times in samples.items()}

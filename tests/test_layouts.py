@@ -123,11 +123,10 @@ def test_cpu_rows_past_the_prefetch_size_give_the_rows_bits(dtype):
     part = 1 << 16
     generator = torch.Generator().manual_seed(3)
     grad, gate, up = (4 * torch.randn(n, dtype=dtype, generator=generator) for _ in range(3))
-    pair_backward = GATED["silu_and_mul"].ops.pair_backward
     cases = {
         "selu": lambda *t: (torch.ops.act.selu(t[1]),),
         "silu_backward": lambda *t: (torch.ops.act.silu_backward(t[0], t[1]),),
-        "silu_mul backward": lambda *t: pair_backward(*t),
+        "silu_mul backward": GATED["silu_and_mul"].ops.pair_backward,
     }
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -9,26 +9,13 @@ Usage: ``python benchmarks/probes/l2_flush.py`` (CUDA).
 """
 
 import statistics
-from collections.abc import Callable
 
 import torch
 
-import activations_ext  # noqa: F401  (registers torch.ops.act)
+from activations_ext.timing import cold_l2_seconds  # the package's import registers torch.ops.act
 
 ROWS, D = 4096, 4096
 RUNS = 41
-
-
-def timed_us(fn: Callable[[], object], flush: Callable[[], object]) -> float:
-    """Device time of one call of ``fn`` after ``flush`` and a sleep kernel that covers the host's queueing."""
-    flush()
-    torch.cuda._sleep(2_000_000)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) * 1e3
 
 
 def main() -> None:
@@ -64,7 +51,7 @@ def main() -> None:
         times: dict[str, list[float]] = {name: [] for name in variants}
         for _ in range(RUNS):
             for name, fn in variants.items():
-                times[name].append(timed_us(fn, flush))
+                times[name].append(cold_l2_seconds(fn, flush) * 1e6)
         median = {name: statistics.median(t) for name, t in times.items()}
         print(f"== flush: {flush_name}")
         for name, us in median.items():
