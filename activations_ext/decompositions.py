@@ -147,33 +147,33 @@ def _exp_arithmetic(x: torch.Tensor, for_16_bit: bool = False) -> torch.Tensor:
 # P (erfc = t exp(P(t) - z^2)), double's Q (erfc = t exp(-z^2) Q(t)).
 _ERFC_FLOAT_P = (0.22879079, -0.70919234, 0.47449490, 0.25444227, 1.01801378, -1.26654178)
 _ERFC_DOUBLE_Q = (
-    -0.025157908959034078,
-    0.14367080035696758,
-    -0.31115763918780098,
-    0.25770721455786455,
-    0.073078175298598946,
-    -0.23067288195436972,
-    0.061508810764468777,
-    -0.049278210240139939,
-    0.094444760014485471,
-    0.1746931337938761,
-    0.24698149304769285,
-    0.28208730350325883,
-    0.282094948654663,
+    0.055873871038741224,
+    -0.333895682925951,
+    0.7475678189253344,
+    -0.8461284739589974,
+    0.7799818581579242,
+    -0.2885068987696715,
+    0.270299054328413,
+    0.10898316183355025,
+    0.16789912261481743,
+    0.16864244356362051,
+    0.1692837248845803,
 )
 
 
 def _erfc_arithmetic(z: torch.Tensor, dtype: torch.dtype, exp_minus_square: torch.Tensor | None) -> torch.Tensor:
     """The kernels' erfc in z's arithmetic for storage ``dtype`` (``erfc_in_float``, ``erfc_for_float32``), step for
-    step: t = 1 / (1 + |z| / 2), then in float t exp(P(t) - z^2) with the kernels' exp on z's device (``_gelu_exp``),
-    in double t exp(-z^2) Q(t) with the caller's ``exp_minus_square`` (GELU's exp(-x^2 / 2)); 2 - erfc(-z) for z < 0."""
+    step: in float t = 1 / (1 + |z| / 2) and t exp(P(t) - z^2) with the kernels' exp on z's device (``_gelu_exp``), in
+    double t = 1 / (1 + 0.3 |z|) and t exp(-z^2) Q(t) with the caller's ``exp_minus_square`` (GELU's exp(-x^2 / 2));
+    2 - erfc(-z) for z < 0."""
     a = z.abs()
-    t = 1.0 / (1.0 + 0.5 * a)
-    coefficients = _ERFC_DOUBLE_Q if z.dtype == torch.float64 else [_to_float32(c) for c in _ERFC_FLOAT_P]
+    in_double = z.dtype == torch.float64
+    t = 1.0 / (1.0 + (0.3 if in_double else 0.5) * a)
+    coefficients = _ERFC_DOUBLE_Q if in_double else [_to_float32(c) for c in _ERFC_FLOAT_P]
     poly = torch.full_like(t, coefficients[0])
     for c in coefficients[1:]:
         poly = poly * t + c
-    if z.dtype == torch.float64:
+    if in_double:
         tail = t * exp_minus_square * poly
     else:
         tail = t * _gelu_exp(poly - a * a, dtype)
