@@ -353,10 +353,10 @@ __device__ __forceinline__ float expm1f_negative(float x) {
 // erfc(z) exp(z^2) / t over z in [0, 9.4] (relative error below 3.1e-10; with t = 1 / (1 + |z| / 2) degree 12 left
 // 1.1e-9 over [0, 27]). Past 9.4 every float32 GELU value made from it is subnormal or 0, and in its slope Phi is under
 // 1% of x phi(x); there Q stays within 2e-8 up to z = 11 and above 0.169 at every t, so no sign changes. 2 - erfc(-z)
-// for z < 0. exp(-z^2) is the caller's: GELU's exp(-x^2 / 2), whose argument is exact in double for float32 x, and which
-// its slope takes too. On the GPU t is the float reciprocal refined in double, fewer double instructions than a division
-// (the double unit bounds float32 GELU there); from |z| = 30 on, where exp(-z^2) is 0 (NaN at NaN), t is any finite
-// value.
+// for z < 0. exp(-z^2) is the caller's: GELU's exp(-x^2 / 2), whose argument is exact in double for float32 x, and
+// which its slope takes too. On the GPU t is the float reciprocal refined in double, fewer double instructions than a
+// division (the double unit bounds float32 GELU there); from |z| = 30 on, where exp(-z^2) is 0 (NaN at NaN), t is any
+// finite value.
 constexpr DoubleTable<11> kErfcForFloat32{
     {0.055873871038741224, -0.333895682925951, 0.7475678189253344, -0.8461284739589974, 0.7799818581579242,
      -0.2885068987696715, 0.270299054328413, 0.10898316183355025, 0.16789912261481743, 0.16864244356362051,
