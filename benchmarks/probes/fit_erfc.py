@@ -16,6 +16,8 @@ import mpmath
 import numpy as np
 
 mpmath.mp.dps = 40
+# The shipped fit: Q's degree and t's scale p.
+DEGREE, SCALE = 10, 0.3
 
 
 def q_exact(t: float, p: float) -> float:
@@ -60,16 +62,17 @@ def main() -> None:
             best = min((fit(degree, p, args.z_max)[1], p) for p in np.arange(0.15, 0.81, 0.05))
             print(f"degree {degree}: relative error {best[0]:.3g} at p = {best[1]:.2f}")
         return
-    c, _ = fit(10, 0.3, args.z_max)
+    c, _ = fit(DEGREE, SCALE, args.z_max)
     coefficients = [float(x) for x in c]
     grid = np.concatenate([np.linspace(0, args.z_max, 4001), np.linspace(args.z_max, 11, 200)])
-    t = 1 / (1 + 0.3 * grid)
-    relative = np.abs(np.polyval(coefficients, t) / np.array([q_exact(x, 0.3) for x in t]) - 1)
+    t = 1 / (1 + SCALE * grid)
+    relative = np.abs(np.polyval(coefficients, t) / np.array([q_exact(x, SCALE) for x in t]) - 1)
     print("Q (highest power first):", ", ".join(repr(x) for x in coefficients))
     within = relative[grid <= args.z_max].max()
     print(f"relative error: {within:.3g} over [0, {args.z_max}], {relative.max():.3g} up to 11")
     print(f"smallest Q over t in [0, 1]: {np.polyval(coefficients, np.linspace(0, 1, 10001)).min():.4f}")
-    print("the kernel's table:", "the same" if shipped_table() == coefficients else shipped_table())
+    shipped = shipped_table()
+    print("the kernel's table:", "the same" if shipped == coefficients else shipped)
 
 
 if __name__ == "__main__":
