@@ -361,13 +361,14 @@ constexpr DoubleTable<11> kErfcForFloat32{
     {0.055873871038741224, -0.333895682925951, 0.7475678189253344, -0.8461284739589974, 0.7799818581579242,
      -0.2885068987696715, 0.270299054328413, 0.10898316183355025, 0.16789912261481743, 0.16864244356362051,
      0.1692837248845803}};
+constexpr double kErfcForFloat32Scale = 0.3;  // t's p (benchmarks/probes/fit_erfc.py: SCALE)
 
 C10_HOST_DEVICE inline double erfc_for_float32(double z, double exp_minus_square) {
   const double a = fabs(z);
 #ifdef __CUDA_ARCH__
-  const double t = reciprocal_from_float(a < 30 ? 1 + 0.3 * a : 10);
+  const double t = reciprocal_from_float(1 + kErfcForFloat32Scale * (a < 30 ? a : 30));
 #else
-  const double t = 1 / (1 + 0.3 * a);
+  const double t = 1 / (1 + kErfcForFloat32Scale * a);
 #endif
   const double q = polynomial(table<kErfcForFloat32>(), t);
   const double tail = t * exp_minus_square * q;
