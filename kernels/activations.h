@@ -1104,14 +1104,12 @@ inline AlphaDropoutArgs alpha_dropout_args(double p, const PhiloxSource& source)
   return args;
 }
 
-// The mask's random words: 16 bits an element for the 16-bit types, whose forward would otherwise spend
-// more time computing Philox blocks than moving its bytes (a block is 8 such words); 32 bits for the
-// others. An element is kept when its word is below keep_below, 2^Bits (1 - p) rounded (2^Bits at
-// p = 0: every word): probability 1 - p to within 2^-(Bits + 1), finer than the 16-bit types resolve
-// their own values.
+// The mask's random words, random_word_bits(sizeof(scalar_t)) bits an element. An element is kept when its word
+// is below keep_below, 2^Bits (1 - p) rounded (2^Bits at p = 0: every word): probability 1 - p to within
+// 2^-(Bits + 1), finer than the 16-bit types resolve their own values.
 template <typename scalar_t>
 struct AlphaDropoutMask {
-  static constexpr int random_bits = sizeof(scalar_t) == 2 ? 16 : 32;
+  static constexpr int random_bits = random_word_bits(sizeof(scalar_t));
   using Threshold = std::conditional_t<random_bits == 16, uint32_t, uint64_t>;  // holds 2^Bits
   Threshold keep_below;
   PhiloxSource source;

@@ -24,8 +24,9 @@
 
 namespace act {
 
+// N elements loaded and stored as one vector, or as 16-byte vectors where they span more (a random op's pack).
 template <typename T, int N>
-struct alignas(sizeof(T) * N) Pack {
+struct alignas(std::min<size_t>(sizeof(T) * N, kPackBytes)) Pack {
   T v[N];
 };
 
@@ -207,8 +208,8 @@ strided_activation_kernel(Op op, Pointers<T, kOperandsOf<Op>> ptr, Rows<kOperand
 // can choose (read once per device).
 template <typename T, typename Op>
 OpTraits op_traits(int device) {
-  constexpr int kVec = kPackBytes / sizeof(T);
   constexpr bool random = IsRandom<Op>::value;
+  constexpr int kVec = pack_elements(sizeof(T), random);
   OpTraits traits;
   traits.item_size = sizeof(T);
   traits.random = random;
@@ -233,7 +234,7 @@ template <int D, int VEC, int U, typename T, typename Op>
 void launch_kernel(const LaunchPlan& plan, const Op& op, const StridedView& part, int64_t index_base,
                    cudaStream_t stream) {
   constexpr int N = kOperandsOf<Op>;
-  if constexpr (!plannable(D, VEC, U, IsRandom<Op>::value, kPackBytes / sizeof(T))) {
+  if constexpr (!plannable(D, VEC, U, IsRandom<Op>::value, pack_elements(sizeof(T), IsRandom<Op>::value))) {
     throw std::logic_error("act: a launch plan named a kernel shape that is not compiled");
   } else {
     Pointers<T, N> ptr;
@@ -263,7 +264,7 @@ void launch_kernel(const LaunchPlan& plan, const Op& op, const StridedView& part
 // One switch over the plan's kernel shape; launch_kernel compiles only the shapes plan_launch can name.
 template <typename T, typename Op>
 void launch(const LaunchPlan& plan, const Op& op, const StridedView& part, int64_t index_base, cudaStream_t stream) {
-  constexpr int kVec = kPackBytes / sizeof(T);
+  constexpr int kVec = pack_elements(sizeof(T), IsRandom<Op>::value);
   const auto with_dims = [&](auto dims) {
     const auto with_vec = [&](auto vec) {
       constexpr int D = decltype(dims)::value, VEC = decltype(vec)::value;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "philox.h"
 #include "strided_view.h"
 
 namespace act {
@@ -19,11 +20,13 @@ constexpr int kElements = 4;
 // A dense view that one full wave would take at 2 or 4 times the usual packs a thread (up to this many)
 // gets the fewest that do, where the kernel's registers admit every thread: no block waits for another.
 constexpr int kOneWaveUnroll = 4;
-// The random op: where DRAM moves fewer than kRandomIssueBoundBytes per SM cycle it is bound by memory
-// and takes kRandomUnroll packs a thread from kRandomUnrollPacks packs; elsewhere it is bound by issue
-// and takes the usual packs a thread over at most kRandomWaves waves of resident blocks.
-constexpr int kRandomUnroll = 4;
-constexpr int64_t kRandomUnrollPacks = int64_t(1) << 22;
+// The random op: a pack is two 16-byte vectors, whole Philox blocks in every dtype (float64's one, the others'
+// two, which a thread interleaves). Where DRAM moves fewer than kRandomIssueBoundBytes per SM cycle it is bound by
+// memory and takes kRandomUnroll packs a thread (64 bytes) from kRandomUnrollPacks packs (64 MiB); elsewhere it is
+// bound by issue and takes the usual packs a thread over at most kRandomWaves waves of resident blocks.
+constexpr int kRandomPackBytes = 32;
+constexpr int kRandomUnroll = 2;
+constexpr int64_t kRandomUnrollPacks = int64_t(1) << 21;
 constexpr int kRandomWaves = 4;
 constexpr double kRandomIssueBoundBytes = 16;
 // A launch indexes its packs and elements in 32 bits, and describes at most as many dimensions as
@@ -64,11 +67,19 @@ struct LaunchPlan {
   int64_t blocks = 0;
 };
 
+// Elements a pack: 16 bytes' worth, one vector load or store; a random op's, 32 bytes' worth.
+constexpr int pack_elements(int item_size, bool random) {
+  return (random ? kRandomPackBytes : kPackBytes) / item_size;
+}
+
+// Elements whose random words make one Philox block: a random op's packs start at a multiple of it.
+constexpr int philox_block_elements(int item_size) { return 128 / random_word_bits(item_size); }
+
 // The usual packs a thread: kElements elements, at least one pack.
 constexpr int base_unroll(int vec) { return std::max(1, kElements / vec); }
 
 // Whether plan_launch can choose `unroll` for packs of `vec` elements over `dims` row dimensions of
-// an op of `full_vec` elements a 16-byte pack: the kernels the launcher compiles, and no others.
+// an op of `full_vec` elements a full pack: the kernels the launcher compiles, and no others.
 constexpr bool plannable(int dims, int vec, int unroll, bool random, int full_vec) {
   if (vec == 1) return unroll == base_unroll(1);
   if (vec != full_vec) return false;
@@ -89,18 +100,20 @@ inline LaunchPlan plan_launch(const StridedView& view, int64_t index_base, const
   plan.dims = view.ndim == 1 ? 0 : view.ndim == 2 ? 1 : kMaxLaunchDims - 1;
   plan.cols = view.sizes[0];
   const int64_t n_rows = view.numel() / plan.cols;
-  const int full_vec = kPackBytes / op.item_size;
+  const int full_vec = pack_elements(op.item_size, op.random);
 
   // Packs need unit steps along rows and every row start at the same offset from a 16-byte boundary in
-  // every operand; a random op's, the words of one Philox block each (an output that starts at a 16-byte
-  // boundary, as a fresh one does, lays every pack out so).
+  // every operand; a random op's, the words of one Philox block each, in every row (an output that starts at a
+  // 16-byte boundary, as a fresh one does, lays every pack out so).
   const auto phase = [](const char* p) { return reinterpret_cast<uintptr_t>(p) % kPackBytes; };
   const int64_t head = (kPackBytes - phase(view.data[0])) % kPackBytes / op.item_size;
-  bool packs = plan.cols >= 2 * full_vec && (!op.random || (index_base + head) % full_vec == 0);
+  const int block = philox_block_elements(op.item_size);
+  bool packs = plan.cols >= 2 * full_vec && (!op.random || (index_base + head) % block == 0);
   for (int k = 0; k < view.operands; ++k) {
     packs &= view.strides[k][0] == 1 && phase(view.data[k]) == phase(view.data[0]);
     for (int d = 1; d < view.ndim; ++d) packs &= view.strides[k][d] * op.item_size % kPackBytes == 0;
   }
+  for (int d = 1; d < view.ndim; ++d) packs &= !op.random || view.strides[0][d] % block == 0;
   if (packs) {
     plan.vec = full_vec;
     plan.head = head;

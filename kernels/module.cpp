@@ -131,7 +131,7 @@ PyObject* launch_plans(PyObject*, PyObject* args) {
         PyTuple_SetItem(part_sizes, d, PyLong_FromLongLong(part.sizes[d]));  // steals it
       }
       const bool compiled =
-          act::plannable(plan.dims, plan.vec, plan.unroll, traits.random, act::kPackBytes / item_size);
+          act::plannable(plan.dims, plan.vec, plan.unroll, traits.random, act::pack_elements(item_size, traits.random));
       PyObject* entry = Py_BuildValue(
           "{s:L,s:N,s:i,s:i,s:i,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:O}", "index_base", (long long)index_base, "sizes",
           part_sizes, "dims", plan.dims, "vec", plan.vec, "unroll", plan.unroll, "cols", (long long)plan.cols, "head",

@@ -17,6 +17,11 @@
 
 namespace act {
 
+// The bits of a random op's word for an element of `item_size` bytes: 16 for the 16-bit types, whose forward
+// would otherwise spend more time computing Philox blocks than moving its bytes (a block is 8 such words);
+// 32 for the others.
+constexpr int random_word_bits(int item_size) { return item_size == 2 ? 16 : 32; }
+
 // One call's stream of random words, Bits (32 or 16) bits each: the 128 bits of the Philox block at
 // counter (offset / 4, j) under key `seed` give words 128 / Bits * j onwards, low bits first. Block j is
 // the one curand_init(seed, j, offset) starts with, the layout torch's own CUDA random kernels use, so a
@@ -73,17 +78,24 @@ ACT_UNROLL
     return extract<Bits>(block(i / kPerBlock), uint32_t(i % kPerBlock));
   }
 
-  // Words i .. i + N - 1 of a pack: i is a multiple of N, and N divides the block's 128 / Bits words,
-  // so one block holds them all (the launcher sends a random op's other packs element by element).
+  // Words i .. i + N - 1 of a pack: N divides the block's 128 / Bits words and i is a multiple of N (one block
+  // holds them all), or N is a multiple of them and i starts a block (whole blocks). The launcher sends a random
+  // op's other packs element by element.
   template <int Bits, int N>
   C10_HOST_DEVICE void words(uint64_t i, uint32_t (&w)[N]) const {
     constexpr int kPerBlock = 128 / Bits;
-    static_assert(kPerBlock % N == 0, "a pack's words lie in one block");
-    const Block b = block(i / kPerBlock);
+    static_assert(kPerBlock % N == 0 || N % kPerBlock == 0, "a pack's words lie in whole blocks or in one");
+    constexpr int kBlocks = N < kPerBlock ? 1 : N / kPerBlock, kWords = N < kPerBlock ? N : kPerBlock;
 #ifdef __CUDA_ARCH__  // the host compiler warns that it ignores the pragma
 ACT_UNROLL
 #endif
-    for (int n = 0; n < N; ++n) w[n] = extract<Bits>(b, N < kPerBlock ? uint32_t(i % kPerBlock) + n : n);
+    for (int k = 0; k < kBlocks; ++k) {
+      const Block b = block(i / kPerBlock + k);
+ACT_UNROLL
+      for (int n = 0; n < kWords; ++n) {
+        w[k * kWords + n] = extract<Bits>(b, N < kPerBlock ? uint32_t(i % kPerBlock) + n : n);
+      }
+    }
   }
 };
 

@@ -156,21 +156,39 @@ def test_launch_plan_one_wave():
 
 
 def test_launch_plan_random_op():
-    # bfloat16 SELU + AlphaDropout: bound by memory on an H100 (4 packs a thread from 2^22 packs, grid uncapped),
-    # by issue on an H200 (one pack a thread, at most 4 waves of resident blocks), never the one-wave rule.
+    # bfloat16 SELU + AlphaDropout: 32-byte packs (16 elements, two Philox blocks). Bound by memory on an H100 (2
+    # packs a thread from 2^21 packs, grid uncapped), by issue on an H200 (one pack a thread, at most 4 waves of
+    # resident blocks), never the one-wave rule.
     def plan(numel, gpu, offsets=None):
         return only(plans([numel], offsets=offsets, item_size=2, random_op=True, gpu=gpu))
 
-    assert (plan(2**25 - 8, H100)["unroll"], plan(2**25 - 8, H100)["blocks"]) == (1, -(-(2**22 - 1) // 128))
-    assert (plan(2**25, H100)["unroll"], plan(2**25, H100)["blocks"]) == (4, 2**22 // 512)
-    assert (plan(2**20, H100)["unroll"], plan(2**20, H100)["blocks"]) == (1, 1024)  # one wave's rule is not for it
+    assert plan(2**20, H100)["vec"] == 16
+    assert (plan(2**25 - 8, H100)["unroll"], plan(2**25 - 8, H100)["blocks"]) == (1, -(-(2**21 - 1) // 128))
+    assert (plan(2**25, H100)["unroll"], plan(2**25, H100)["blocks"]) == (2, 2**21 // 256)
+    assert (plan(2**20, H100)["unroll"], plan(2**20, H100)["blocks"]) == (1, 512)  # one wave's rule is not for it
     cap = 4 * RESIDENT // 128
     assert (plan(2**28, H200)["unroll"], plan(2**28, H200)["blocks"]) == (1, cap)
-    assert plan(2**16, H200)["blocks"] == 64
-    # A pack is one Philox block of words: the output's first pack must start at a word number divisible by 8.
+    assert plan(2**16, H200)["blocks"] == 32
+    # A pack starts a Philox block: the output's first pack must start at a word number divisible by 8.
     assert plan(4096, H100, offsets=[2, 2])["vec"] == 1
+    assert plan(4096, H100, offsets=[16, 16])["vec"] == 16  # 16-byte aligned, word 0 first
     launches = plans([2**31 + 64], item_size=2, random_op=True)  # part 2 starts at a multiple of 16 elements
-    assert all(p["vec"] == 8 for p in launches)
+    assert all(p["vec"] == 16 for p in launches)
+    # float32: 8 elements, two blocks of 4 words; a plain op's pack is 4.
+    assert only(plans([2**20], random_op=True))["vec"] == 8
+    assert only(plans([64, 64], [[1, 68], [1, 68]], random_op=True))["vec"] == 8  # rows start at blocks
+    # float64: 4 doubles, one block of 4 words (a plain op's pack is 2), starting at a word number divisible by 4 in
+    # every row.
+    double = only(plans([2**20], item_size=8, random_op=True))
+    assert (double["vec"], double["unroll"], double["n_packs"]) == (4, 1, 2**18)
+    assert only(plans([2**20], item_size=8))["vec"] == 2
+    assert only(plans([4096], offsets=[16, 16], item_size=8, random_op=True))["vec"] == 4  # word 0 starts a pack
+    assert only(plans([4096], offsets=[8, 8], item_size=8, random_op=True))["vec"] == 1  # word 1 would
+    assert only(plans([4096], offsets=[8, 8], item_size=8))["vec"] == 2
+    assert only(plans([64, 64], [[1, 68], [1, 68]], item_size=8, random_op=True))["vec"] == 4
+    assert only(plans([64, 64], [[1, 66], [1, 66]], item_size=8, random_op=True))["vec"] == 1
+    assert only(plans([64, 64], [[1, 66], [1, 66]], item_size=8))["vec"] == 2
+    assert only(plans([2**25], item_size=8, random_op=True))["unroll"] == 2  # H100: from 2^21 packs
 
 
 def test_launch_plan_one_element_and_shapes_compiled():

@@ -1,5 +1,6 @@
 // The shipped SELU + AlphaDropout kernel (strided_activation_kernel over SeluAlphaDropoutForward on a dense view) at
-// several grid shapes and packs a thread on this GPU, as % of a device copy (probe.cuh: cold L2, median of 21 runs).
+// several grid shapes, packs a thread and pack sizes (16 bytes, 32 as shipped since 2026-11-28) on this GPU, as % of
+// a device copy (probe.cuh: cold L2, median of 21 runs).
 // Build from the repository root against torch's headers and libraries (TI: torch's include directory, TL: its lib
 // directory, PI: Python's include directory):
 //   nvcc -std=c++17 -O3 -arch=sm_90a --expt-relaxed-constexpr -I kernels -I $TI -I $TI/torch/csrc/api/include \
@@ -13,16 +14,16 @@
 using namespace act;
 
 // The kernel over `bytes` of T at `unroll` packs a thread on `blocks` blocks: milliseconds.
-template <typename T, int Unroll>
+template <typename T, int Unroll, int PackBytes = 16>
 float shipped_kernel_ms(void* in, void* out, long bytes, long blocks, void* flush) {
-  constexpr int kVec = 16 / sizeof(T);
+  constexpr int kVec = PackBytes / sizeof(T);
   PhiloxSource source;
   source.seed = 1234;
   source.offset = 8;
   const SeluAlphaDropoutForward<T> op(alpha_dropout_args(0.1, source));
   const Pointers<T, 2> ptr{{static_cast<T*>(out), static_cast<T*>(in)}};
   const Rows<2, 0> rows{};
-  const uint32_t n_packs = uint32_t(bytes / 16);
+  const uint32_t n_packs = uint32_t(bytes / PackBytes);
   return cold_median_ms(
       [&] {
         strided_activation_kernel<kVec, Unroll, T, SeluAlphaDropoutForward<T>, 0>
@@ -36,12 +37,14 @@ void report(const char* name, void* in, void* out, long bytes, float copy, long 
   const long full = (bytes / 16 + kThreads - 1) / kThreads;
   auto percent = [&](float ms) { return 100 * copy / ms; };
   printf("%s %ld MiB: %% of copy (%.1f us): 1 pack a thread, 4 waves %.1f%%, 16 waves %.1f%%, full grid %.1f%%; "
-         "4 packs a thread, full %.1f%%, 4 waves %.1f%%\n",
+         "4 packs a thread, full %.1f%%, 4 waves %.1f%%; 32-byte packs, 4 waves %.1f%%, 16 waves %.1f%%\n",
          name, bytes >> 20, copy * 1e3, percent(shipped_kernel_ms<T, 1>(in, out, bytes, 4 * wave, flush)),
          percent(shipped_kernel_ms<T, 1>(in, out, bytes, 16 * wave, flush)),
          percent(shipped_kernel_ms<T, 1>(in, out, bytes, full, flush)),
          percent(shipped_kernel_ms<T, 4>(in, out, bytes, full / 4, flush)),
-         percent(shipped_kernel_ms<T, 4>(in, out, bytes, 4 * wave, flush)));
+         percent(shipped_kernel_ms<T, 4>(in, out, bytes, 4 * wave, flush)),
+         percent(shipped_kernel_ms<T, 1, 32>(in, out, bytes, 4 * wave, flush)),
+         percent(shipped_kernel_ms<T, 1, 32>(in, out, bytes, 16 * wave, flush)));
 }
 
 int main() {
@@ -63,6 +66,8 @@ int main() {
     report<c10::BFloat16>("bf16", in, out, bytes, copy, wave, flush);
     fill<float>(in, bytes);
     report<float>("fp32", in, out, bytes, copy, wave, flush);
+    fill<double>(in, bytes);
+    report<double>("fp64", in, out, bytes, copy, wave, flush);
     CHECK(cudaGetLastError());
     cudaFree(in);
     cudaFree(out);
