@@ -1,7 +1,7 @@
 #pragma once
 // One generic elementwise launcher for every op and every layout; an op supplies only its scalar
 // functor. The iteration is rows along the view's innermost dimension: each row is a head of
-// single elements up to the first 16-byte boundary, packs of 16 bytes, and a tail of single
+// single elements up to the first 16-byte boundary, packs of 16 bytes (a random op's: 32), and a tail of single
 // elements, with every operand loaded and stored a pack at a time when the rows allow it
 // (innermost stride 1, every row at the same 16-byte phase in every operand); otherwise every
 // element is a pack of one. A dense tensor is one row. Row starts come from the other dimensions'

@@ -15,7 +15,8 @@ namespace act {
 constexpr int kThreads = 128;  // a block
 constexpr int kPackBytes = 16;  // one vector load or store
 // Elements a thread takes at every size: a 16-byte pack of float or a 16-bit type, two of double, four
-// single elements of a strided view. More threads, not more bytes in flight per thread, fill the GPU.
+// single elements of a strided view (a random op: one 32-byte pack). More threads, not more bytes in flight per
+// thread, fill the GPU.
 constexpr int kElements = 4;
 // A dense view that one full wave would take at 2 or 4 times the usual packs a thread (up to this many)
 // gets the fewest that do, where the kernel's registers admit every thread: no block waits for another.
@@ -60,7 +61,7 @@ struct OpTraits {
 // row's end) and its grid.
 struct LaunchPlan {
   int dims = 0;    // 0 (one row), 1, or kMaxLaunchDims - 1
-  int vec = 1;     // 16 bytes' worth of elements, or 1 where the rows take no packs
+  int vec = 1;     // pack_elements (16 bytes' worth, a random op's 32), or 1 where the rows take no packs
   int unroll = 1;  // packs a thread per step of the grid-stride loop
   int64_t cols = 0, head = 0, tail = 0, row_packs = 0, row_singles = 0;
   int64_t n_packs = 0, n_singles = 0;
@@ -103,8 +104,8 @@ inline LaunchPlan plan_launch(const StridedView& view, int64_t index_base, const
   const int full_vec = pack_elements(op.item_size, op.random);
 
   // Packs need unit steps along rows and every row start at the same offset from a 16-byte boundary in
-  // every operand; a random op's, the words of one Philox block each, in every row (an output that starts at a
-  // 16-byte boundary, as a fresh one does, lays every pack out so).
+  // every operand; a random op's each start a Philox block's words, in every row of the output (a fresh output's
+  // first row does; its row strides must keep it).
   const auto phase = [](const char* p) { return reinterpret_cast<uintptr_t>(p) % kPackBytes; };
   const int64_t head = (kPackBytes - phase(view.data[0])) % kPackBytes / op.item_size;
   const int block = philox_block_elements(op.item_size);

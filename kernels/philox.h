@@ -86,9 +86,7 @@ ACT_UNROLL
     constexpr int kPerBlock = 128 / Bits;
     static_assert(kPerBlock % N == 0 || N % kPerBlock == 0, "a pack's words lie in whole blocks or in one");
     constexpr int kBlocks = N < kPerBlock ? 1 : N / kPerBlock, kWords = N < kPerBlock ? N : kPerBlock;
-#ifdef __CUDA_ARCH__  // the host compiler warns that it ignores the pragma
 ACT_UNROLL
-#endif
     for (int k = 0; k < kBlocks; ++k) {
       const Block b = block(i / kPerBlock + k);
 ACT_UNROLL

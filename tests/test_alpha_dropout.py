@@ -81,7 +81,7 @@ def test_equals_the_composition_for_its_mask(device, dtype, p):
 @requires_cuda
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_several_packs_a_thread_equal_the_composition(dtype):
-    """From 2^22 16-byte packs the CUDA launcher gives each thread several packs: 4 at once where the GPU's DRAM is
+    """From 2^21 32-byte packs the CUDA launcher gives each thread several packs: 2 at once where the GPU's DRAM is
     slow against its SMs (H100), one after another over a grid of at most 4 waves where it is fast (H200), so a GPU
     runs one of the two. Here with a tail of single elements, and in a view one element past a 16-byte boundary
     (whose fresh result is not: element by element, 4 a thread). Inputs above -3 keep every kept value apart from
@@ -144,6 +144,24 @@ def test_any_layout_backward_replays_the_forwards_mask(device, name):
         assert torch.equal(grad == 0, ~kept)
     expected = selu_alpha_dropout_reference(x.detach().cpu(), kept.cpu(), 0.4)
     torch.testing.assert_close(y.detach().cpu().double(), expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_packs_and_single_elements_draw_the_same_words(device, dtype):
+    """The CUDA launcher's packs (32 bytes, whole Philox blocks) and its single elements number words alike: an input
+    with every other column, whose elements go one by one into a contiguous result, draws the mask and values that
+    its contiguous copy draws in packs, for the same seed; and each backward replays its forward's mask."""
+    base = torch.randn(37, 2 * 203, generator=generator("cpu", 8)).clamp_(min=-3).to(device=device, dtype=dtype)
+    results = []
+    for x in (base[:, ::2], base[:, ::2].contiguous()):
+        x = x.detach().requires_grad_()
+        y = act.selu_alpha_dropout(x, 0.4, True, generator=generator(device, 11))
+        assert y.is_contiguous()
+        (grad,) = torch.autograd.grad(y, x, torch.ones_like(y))
+        assert torch.equal(grad == 0, ~alpha_dropout_kept(y, 0.4))
+        results.append(y)
+    assert 0.4 < alpha_dropout_kept(results[1], 0.4).double().mean().item() < 0.8
+    assert torch.equal(results[0], results[1])
 
 
 def test_more_than_25_dimensions_replay_the_mask(device):

@@ -199,15 +199,20 @@ def test_launch_plan_one_element_and_shapes_compiled():
     for _ in range(300):
         ndim = rng.randint(1, 4)
         sizes = [rng.choice([1, 2, 3, 7, 8, 9, 64, 1000, 4099]) for _ in range(ndim)]
-        strides = [[rng.choice([1, 2]) * s for s in ([1] + [rng.choice([8, 16, 4100]) for _ in range(ndim - 1)])]]
+        strides = [[rng.choice([1, 2]) * s for s in ([1] + [rng.choice([8, 16, 4098, 4100]) for _ in range(ndim - 1)])]]
         strides.append(strides[0] if rng.random() < 0.5 else [1] * ndim)
         item_size = rng.choice([2, 4, 8])
         offsets = [rng.choice([0, item_size, 8]) for _ in range(2)]
-        for launch in plans(sizes, strides, offsets, item_size, rng.random() < 0.3, rng.choice([H100, H200])):
+        random_op = rng.random() < 0.3
+        for launch in plans(sizes, strides, offsets, item_size, random_op, rng.choice([H100, H200])):
             numel = 1
             for size in launch["sizes"]:
                 numel *= size
             assert launch["compiled"], launch
+            if random_op and launch["vec"] > 1:  # every pack starts a Philox block, in every row of the output
+                block = 8 if item_size == 2 else 4
+                assert (launch["index_base"] + launch["head"]) % block == 0, launch
+                assert all(s % block == 0 for s in strides[0][1:]), (strides, launch)
             assert launch["n_packs"] * launch["vec"] + launch["n_singles"] == numel, launch
             assert launch["head"] + launch["row_packs"] * launch["vec"] == launch["tail"] <= launch["cols"], launch
             assert 1 <= launch["blocks"] <= -(-max(launch["n_packs"], launch["n_singles"], 1) // 128)
