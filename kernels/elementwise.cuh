@@ -122,6 +122,9 @@ __device__ __forceinline__ auto apply_op(const Op& op, uint32_t bits, const T (&
   }
 }
 
+// Elements a pack of T in Op's kernels (launch_plan.h's pack_elements).
+template <typename T, typename Op>
+constexpr int kPackElementsOf = pack_elements(sizeof(T), IsRandom<Op>::value);
 
 struct NoStream {};
 
@@ -209,7 +212,7 @@ strided_activation_kernel(Op op, Pointers<T, kOperandsOf<Op>> ptr, Rows<kOperand
 template <typename T, typename Op>
 OpTraits op_traits(int device) {
   constexpr bool random = IsRandom<Op>::value;
-  constexpr int kVec = pack_elements(sizeof(T), random);
+  constexpr int kVec = kPackElementsOf<T, Op>;
   OpTraits traits;
   traits.item_size = sizeof(T);
   traits.random = random;
@@ -234,7 +237,7 @@ template <int D, int VEC, int U, typename T, typename Op>
 void launch_kernel(const LaunchPlan& plan, const Op& op, const StridedView& part, int64_t index_base,
                    cudaStream_t stream) {
   constexpr int N = kOperandsOf<Op>;
-  if constexpr (!plannable(D, VEC, U, IsRandom<Op>::value, pack_elements(sizeof(T), IsRandom<Op>::value))) {
+  if constexpr (!plannable(D, VEC, U, IsRandom<Op>::value, kPackElementsOf<T, Op>)) {
     throw std::logic_error("act: a launch plan named a kernel shape that is not compiled");
   } else {
     Pointers<T, N> ptr;
@@ -264,7 +267,7 @@ void launch_kernel(const LaunchPlan& plan, const Op& op, const StridedView& part
 // One switch over the plan's kernel shape; launch_kernel compiles only the shapes plan_launch can name.
 template <typename T, typename Op>
 void launch(const LaunchPlan& plan, const Op& op, const StridedView& part, int64_t index_base, cudaStream_t stream) {
-  constexpr int kVec = pack_elements(sizeof(T), IsRandom<Op>::value);
+  constexpr int kVec = kPackElementsOf<T, Op>;
   const auto with_dims = [&](auto dims) {
     const auto with_vec = [&](auto vec) {
       constexpr int D = decltype(dims)::value, VEC = decltype(vec)::value;

@@ -24,11 +24,13 @@ constexpr int kOneWaveUnroll = 4;
 // The random op: a pack is two 16-byte vectors, whole Philox blocks in every dtype (float64's one, the others'
 // two, which a thread interleaves). Where DRAM moves fewer than kRandomIssueBoundBytes per SM cycle it is bound by
 // memory and takes kRandomUnroll packs a thread (64 bytes) from kRandomUnrollPacks packs (64 MiB); elsewhere it is
-// bound by issue and takes the usual packs a thread over at most kRandomWaves waves of resident blocks.
+// bound by issue and takes one pack an iteration over kRandomWaves waves of resident blocks, or over a grid that
+// gives each thread kRandomThreadBlocks Philox blocks where that grid is larger (packs of 256 MiB and up).
 constexpr int kRandomPackBytes = 32;
 constexpr int kRandomUnroll = 2;
 constexpr int64_t kRandomUnrollPacks = int64_t(1) << 21;
 constexpr int kRandomWaves = 4;
+constexpr int kRandomThreadBlocks = 8;
 constexpr double kRandomIssueBoundBytes = 16;
 // A launch indexes its packs and elements in 32 bits, and describes at most as many dimensions as
 // ATen's TensorIterator does on CUDA (kernel parameters grow with them): other views go in parts.
@@ -134,6 +136,10 @@ inline LaunchPlan plan_launch(const StridedView& view, int64_t index_base, const
   if (op.random) {
     if (gpu.dram_bytes_per_sm_cycle > kRandomIssueBoundBytes) {
       max_blocks = std::max<int64_t>(1, kRandomWaves * gpu.resident_threads / kThreads);
+      if (plan.vec > 1) {
+        const int64_t pack_blocks = plan.vec / philox_block_elements(op.item_size);  // Philox blocks a pack
+        max_blocks = std::max(max_blocks, plan.n_packs * pack_blocks / (kRandomThreadBlocks * kThreads));
+      }
     } else if (plan.n_packs >= kRandomUnrollPacks) {
       plan.unroll = std::max(kRandomUnroll, usual);
     }

@@ -157,8 +157,8 @@ def test_launch_plan_one_wave():
 
 def test_launch_plan_random_op():
     # bfloat16 SELU + AlphaDropout: 32-byte packs (16 elements, two Philox blocks). Bound by memory on an H100 (2
-    # packs a thread from 2^21 packs, grid uncapped), by issue on an H200 (one pack a thread, at most 4 waves of
-    # resident blocks), never the one-wave rule.
+    # packs a thread from 2^21 packs, grid uncapped), by issue on an H200 (one pack an iteration over 4 waves of
+    # resident blocks, or 8 Philox blocks a thread where that grid is larger), never the one-wave rule.
     def plan(numel, gpu, offsets=None):
         return only(plans([numel], offsets=offsets, item_size=2, random_op=True, gpu=gpu))
 
@@ -167,7 +167,8 @@ def test_launch_plan_random_op():
     assert (plan(2**25, H100)["unroll"], plan(2**25, H100)["blocks"]) == (2, 2**21 // 256)
     assert (plan(2**20, H100)["unroll"], plan(2**20, H100)["blocks"]) == (1, 512)  # one wave's rule is not for it
     cap = 4 * RESIDENT // 128
-    assert (plan(2**28, H200)["unroll"], plan(2**28, H200)["blocks"]) == (1, cap)
+    assert (plan(2**26, H200)["unroll"], plan(2**26, H200)["blocks"]) == (1, cap)  # 2^22 packs: 3.9 a thread
+    assert (plan(2**28, H200)["unroll"], plan(2**28, H200)["blocks"]) == (1, 2**24 // (4 * 128))  # 4 packs a thread
     assert plan(2**16, H200)["blocks"] == 32
     # A pack starts a Philox block: the output's first pack must start at a word number divisible by 8.
     assert plan(4096, H100, offsets=[2, 2])["vec"] == 1
@@ -179,6 +180,9 @@ def test_launch_plan_random_op():
     assert only(plans([64, 64], [[1, 68], [1, 68]], random_op=True))["vec"] == 8  # rows start at blocks
     # float64: 4 doubles, one block of 4 words (a plain op's pack is 2), starting at a word number divisible by 4 in
     # every row.
+    # 8 packs a thread on an H200 where 4 waves would give more, one Philox block each.
+    assert only(plans([2**28], item_size=8, random_op=True, gpu=H200))["blocks"] == 2**26 // (8 * 128)
+    assert only(plans([2**28], item_size=4, random_op=True, gpu=H200))["blocks"] == 2**25 // (4 * 128)
     double = only(plans([2**20], item_size=8, random_op=True))
     assert (double["vec"], double["unroll"], double["n_packs"]) == (4, 1, 2**18)
     assert only(plans([2**20], item_size=8))["vec"] == 2
