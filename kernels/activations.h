@@ -269,9 +269,9 @@ __device__ std::remove_cv_t<std::remove_reference_t<decltype(kHost)>> global_cop
 #ifdef __CUDA_ARCH__
 // exp(x) for x <= 0 (NaN too) in double for float32 results on the GPU: x = (32 m + j) ln2 / 32 + r with
 // |r| <= ln2 / 64, exp(x) = 2^m 2^(j / 32) exp(r), exp(r) = 1 + r q(r) by Taylor's series to r^4 (relative error
-// below 1.3e-12). 11 double instructions where exp_nonpositive_series takes 17: float32 SiLU and GELU are bound by the
-// double unit there. As in exp_nonpositive_series, x is clamped at -746 and 2^m is 2^(m + 64) 2^-64, so that
-// exp(-746) rounds to 0.
+// below 1.3e-12). 10 double instructions where exp_nonpositive_series takes 17: float32 SiLU and GELU are bound by
+// issue there. As in exp_nonpositive_series, x is clamped at -746 and 2^m is 2^(m + 64) 2^-64, so that exp(-746)
+// rounds to 0; 2^(j / 32) 2^(m + 64) adds m + 64 to the table entry's exponent (always normal), not a product.
 __device__ __forceinline__ double exp_nonpositive_by_table(double x_in) {
   const auto& c = table<kExpByTable>();
   const double x = x_in < ExpArithmetic<double>::kLowest ? ExpArithmetic<double>::kLowest : x_in;
@@ -283,8 +283,10 @@ __device__ __forceinline__ double exp_nonpositive_by_table(double x_in) {
   q = fma(q, r, c[4]);
   q = fma(q, r, c[5]);
   const double fraction = __ldg(&global_copy<kExp2Fractions>.c[low_bits & 31]);
-  // 2^(m + 64), exact; unsigned, so that a NaN's bits (any m, and a NaN result either way) shift without overflow
-  const double scaled = fraction * __hiloint2double(int(unsigned((low_bits >> 5) + 1023 + 64) << 20), 0);
+  // unsigned, so that a NaN's bits (any m, and a NaN result either way) shift and add without overflow
+  const unsigned exponent_step = unsigned((low_bits >> 5) + 64) << 20;
+  const double scaled =
+      __hiloint2double(int(unsigned(__double2hiint(fraction)) + exponent_step), __double2loint(fraction));
   return fma(scaled * r, q, scaled) * 0x1p-64;
 }
 #endif
@@ -318,11 +320,13 @@ __device__ __forceinline__ float approximate_reciprocal(float d) {
   return r;
 }
 
-// 1 / d for finite d >= 1 (NaN too), to double's precision: the hardware's float reciprocal and one Newton step
-// (relative error below 2^-45), where a double division's dozen instructions held float32 SiLU to 72% of a copy on
-// the H200 (this: 75%, and 95% -> 100% on the H100).
-__device__ __forceinline__ double reciprocal_from_float(double d) {
-  const double r = approximate_reciprocal(__double2float_rn(d));
+// 1 / d for finite d >= 1 (NaN too), to nearly double's precision: the hardware's approximate double reciprocal
+// (of d's leading 32 bits) and one Newton step, where a double division's dozen instructions held float32 SiLU to 72%
+// of a copy on the H200 (a float reciprocal so refined: 75%, and 95% -> 100% on the H100; its two conversions
+// between float and double are gone here).
+__device__ __forceinline__ double refined_reciprocal(double d) {
+  double r;
+  asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(d));
   return fma(r, fma(-d, r, 1.0), r);
 }
 
@@ -366,7 +370,7 @@ constexpr double kErfcForFloat32Scale = 0.3;  // t's p (benchmarks/probes/fit_er
 C10_HOST_DEVICE inline double erfc_for_float32(double z, double exp_minus_square) {
   const double a = fabs(z);
 #ifdef __CUDA_ARCH__
-  const double t = reciprocal_from_float(1 + kErfcForFloat32Scale * (a < 30 ? a : 30));
+  const double t = refined_reciprocal(1 + kErfcForFloat32Scale * (a < 30 ? a : 30));
 #else
   const double t = 1 / (1 + kErfcForFloat32Scale * a);
 #endif
@@ -707,13 +711,13 @@ C10_HOST_DEVICE inline SigmoidTerms<math_t> sigmoid_terms(math_t x) {
 }
 
 // n / d for sigmoid's terms, d in [1, 4]. On the GPU times a reciprocal: reciprocal_for_16_bit's in float (the
-// 16-bit types), reciprocal_from_float's in double for float32 results (a double division is a dozen instructions of
+// 16-bit types), refined_reciprocal's in double for float32 results (a double division is a dozen instructions of
 // the double unit, which bounds float32 there); elsewhere a division.
 template <typename scalar_t, typename math_t>
 C10_HOST_DEVICE inline math_t sigmoid_quotient(math_t n, math_t d) {
 #ifdef __CUDA_ARCH__
   if constexpr (std::is_same_v<math_t, float>) return n * reciprocal_for_16_bit(d);
-  if constexpr (std::is_same_v<scalar_t, float>) return n * reciprocal_from_float(d);
+  if constexpr (std::is_same_v<scalar_t, float>) return n * refined_reciprocal(d);
 #endif
   return n / d;
 }
@@ -730,7 +734,7 @@ C10_HOST_DEVICE inline math_t x_sigmoid_slope(const SigmoidTerms<math_t>& terms,
   }
 #ifdef __CUDA_ARCH__
   if constexpr (std::is_same_v<scalar_t, float>) {  // D^-2 from the value's reciprocal (a gated backward takes both)
-    const math_t r = reciprocal_from_float(d);
+    const math_t r = refined_reciprocal(d);
     return terms.sigmoid_numerator * (d + x * slope * terms.complement_numerator) * (r * r);
   }
 #endif
@@ -738,7 +742,7 @@ C10_HOST_DEVICE inline math_t x_sigmoid_slope(const SigmoidTerms<math_t>& terms,
 }
 
 #ifdef __CUDA_ARCH__
-// float32 SiLU's value and gradient on the GPU, in double as on the CPU (over reciprocal_from_float's reciprocal),
+// float32 SiLU's value and gradient on the GPU, in double as on the CPU (over refined_reciprocal's reciprocal),
 // unrounded (SiLU's ops round them; its gated forms take the products with up and grad * up first). exp(-|x|) is
 // exp_nonpositive_by_table in double: a float exp handed over as two floats was bound by the H200's conversion
 // unit. From x = -745.1 exp is 0 (its clamp at -746) and the value x * 0 (NaN at -inf, as torch's x / (1 + exp(-x)));
@@ -752,7 +756,7 @@ __device__ __forceinline__ double silu_exp_from_float(float x) {
 
 __device__ __forceinline__ double silu_value_from_float(float x) {
   const double t = silu_exp_from_float(x);
-  return double(x) * (x < 0.f ? t : 1.0) * reciprocal_from_float(1.0 + t);
+  return double(x) * (x < 0.f ? t : 1.0) * refined_reciprocal(1.0 + t);
 }
 
 __device__ __forceinline__ double silu_gradient_from_float(double grad, float x_in) {
@@ -761,7 +765,7 @@ __device__ __forceinline__ double silu_gradient_from_float(double grad, float x_
   const double d = 1.0 + t;
   const double sigmoid_numerator = x_in < 0.f ? t : 1.0;
   const double complement_numerator = x_in < 0.f ? 1.0 : (x_in > 300.f ? x * 0 : t);
-  const double r = reciprocal_from_float(d);
+  const double r = refined_reciprocal(d);
   return grad * (sigmoid_numerator * (d + x * complement_numerator)) * (r * r);
 }
 #endif

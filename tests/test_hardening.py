@@ -82,6 +82,16 @@ def test_every_16_bit_value_within_bounds(device, dtype):
             assert error.max() <= bound, f"{a.name}: {error.max():.3f} ulp at x={x[finite][error.argmax()].item()!r}"
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_ulp_error_spacing_on_the_device(device, dtype):
+    """An ulp is the spacing of the rounded result's binade, powers of two included, on every device (CUDA's log2
+    is not exact at 8, which measured a correctly rounded 8 as twice its error)."""
+    spacing = torch.finfo(dtype).eps
+    expected = torch.tensor([8 + spacing, 8 - spacing, 0.75, -2 - 2 * spacing], dtype=torch.float64, device=device)
+    actual = torch.tensor([8.0, 8.0, 0.75, -2.0], dtype=dtype, device=device)
+    assert ulp_error(actual, expected, dtype).tolist() == [1 / 8, 1 / 8, 0.0, 1.0]
+
+
 def test_ulp_table_within_bounds(device):
     """The table the main job prints: float SELU within 2 ulp, half types within one rounding, ReLU exact."""
     table = max_ulp_errors(torch.device(device))
