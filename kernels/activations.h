@@ -320,14 +320,15 @@ __device__ __forceinline__ float approximate_reciprocal(float d) {
   return r;
 }
 
-// 1 / d for finite d >= 1 (NaN too), to nearly double's precision: the hardware's approximate double reciprocal
-// (of d's leading 32 bits) and one Newton step, where a double division's dozen instructions held float32 SiLU to 72%
-// of a copy on the H200 (a float reciprocal so refined: 75%, and 95% -> 100% on the H100; its two conversions
-// between float and double are gone here).
+// 1 / d for finite d >= 1 (NaN too), to double's precision: the hardware's approximate double reciprocal r (of d's
+// leading 32 bits, so within about 2^-20) times 1 + e + e^2, e = 1 - d r (error about e^3), where a double
+// division's dozen instructions held float32 SiLU to 72% of a copy on the H200 (a float reciprocal refined once:
+// 75%, and 95% -> 100% on the H100; its two conversions between float and double are gone here).
 __device__ __forceinline__ double refined_reciprocal(double d) {
   double r;
   asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(d));
-  return fma(r, fma(-d, r, 1.0), r);
+  const double e = fma(-d, r, 1.0);
+  return fma(r, fma(e, e, e), r);
 }
 
 // expm1f(x) for x < 0: CUDA's own algorithm, step for step (its constants, its roundings, so its bits:
@@ -358,7 +359,7 @@ __device__ __forceinline__ float expm1f_negative(float x) {
 // 1.1e-9 over [0, 27]). Past 9.4 every float32 GELU value made from it is subnormal or 0, and in its slope Phi is under
 // 1% of x phi(x); there Q stays within 2e-8 up to z = 11 and above 0.169 at every t, so no sign changes. 2 - erfc(-z)
 // for z < 0. exp(-z^2) is the caller's: GELU's exp(-x^2 / 2), whose argument is exact in double for float32 x, and
-// which its slope takes too. On the GPU t is the float reciprocal refined in double, fewer double instructions than a
+// which its slope takes too. On the GPU t is refined_reciprocal's, fewer double instructions than a
 // division (the double unit bounds float32 GELU there); from |z| = 30 on, where exp(-z^2) is 0 (NaN at NaN), t is any
 // finite value.
 constexpr DoubleTable<11> kErfcForFloat32{

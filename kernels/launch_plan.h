@@ -24,8 +24,9 @@ constexpr int kOneWaveUnroll = 4;
 // The random op: a pack is two 16-byte vectors, whole Philox blocks in every dtype (float64's one, the others'
 // two, which a thread interleaves). Where DRAM moves fewer than kRandomIssueBoundBytes per SM cycle it is bound by
 // memory and takes kRandomUnroll packs a thread (64 bytes) from kRandomUnrollPacks packs (64 MiB); elsewhere it is
-// bound by issue and takes one pack an iteration over kRandomWaves waves of resident blocks, or over a grid that
-// gives each thread kRandomThreadBlocks Philox blocks where that grid is larger (packs of 256 MiB and up).
+// bound by issue and takes one pack an iteration over at most kRandomWaves waves of resident blocks, or over a grid
+// that gives each thread kRandomThreadBlocks Philox blocks where that grid is larger (from 256 MiB a tensor, float64's
+// from 512 MiB).
 constexpr int kRandomPackBytes = 32;
 constexpr int kRandomUnroll = 2;
 constexpr int64_t kRandomUnrollPacks = int64_t(1) << 21;

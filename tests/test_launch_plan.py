@@ -178,11 +178,11 @@ def test_launch_plan_random_op():
     # float32: 8 elements, two blocks of 4 words; a plain op's pack is 4.
     assert only(plans([2**20], random_op=True))["vec"] == 8
     assert only(plans([64, 64], [[1, 68], [1, 68]], random_op=True))["vec"] == 8  # rows start at blocks
+    # On an H200, 8 Philox blocks a thread where 4 waves would give more: 4 packs of float32, 8 of float64.
+    assert only(plans([2**28], item_size=4, random_op=True, gpu=H200))["blocks"] == 2**25 // (4 * 128)
+    assert only(plans([2**28], item_size=8, random_op=True, gpu=H200))["blocks"] == 2**26 // (8 * 128)
     # float64: 4 doubles, one block of 4 words (a plain op's pack is 2), starting at a word number divisible by 4 in
     # every row.
-    # 8 packs a thread on an H200 where 4 waves would give more, one Philox block each.
-    assert only(plans([2**28], item_size=8, random_op=True, gpu=H200))["blocks"] == 2**26 // (8 * 128)
-    assert only(plans([2**28], item_size=4, random_op=True, gpu=H200))["blocks"] == 2**25 // (4 * 128)
     double = only(plans([2**20], item_size=8, random_op=True))
     assert (double["vec"], double["unroll"], double["n_packs"]) == (4, 1, 2**18)
     assert only(plans([2**20], item_size=8))["vec"] == 2

@@ -1,7 +1,8 @@
 // The shipped SELU + AlphaDropout kernel (strided_activation_kernel over SeluAlphaDropoutForward on a dense view,
 // 32-byte packs, one pack an iteration of its grid-stride loop) at several sizes and grids on this GPU, as % of a
 // device copy of the same bytes (probe.cuh: cold L2, median of 21 runs). A grid gives each thread k packs (k = 1:
-// the full grid), or is the launch plan's on an issue-bound GPU: the full grid capped at 4 waves of resident blocks.
+// the full grid), or is 14a61a4's launch plan on an issue-bound GPU: the full grid capped at 4 waves of resident
+// blocks.
 // Build from the repository root against torch's headers and libraries (TI: torch's include directory, TL: its lib
 // directory, PI: Python's include directory):
 //   nvcc -std=c++20 -O3 -arch=sm_90a --expt-relaxed-constexpr -I kernels -I $TI -I $TI/torch/csrc/api/include \
