@@ -138,7 +138,7 @@ inline LaunchPlan plan_launch(const StridedView& view, int64_t index_base, const
     if (gpu.dram_bytes_per_sm_cycle > kRandomIssueBoundBytes) {
       max_blocks = std::max<int64_t>(1, kRandomWaves * gpu.resident_threads / kThreads);
       if (plan.vec > 1) {
-        const int64_t pack_blocks = plan.vec / philox_block_elements(op.item_size);  // Philox blocks a pack
+        const int64_t pack_blocks = plan.vec / block;  // Philox blocks a pack
         max_blocks = std::max(max_blocks, plan.n_packs * pack_blocks / (kRandomThreadBlocks * kThreads));
       }
     } else if (plan.n_packs >= kRandomUnrollPacks) {

@@ -47,7 +47,7 @@ def main() -> None:
     for start in range(0, 2**32, step):
         x = float32_patterns(start, min(start + step, 2**32), args.stride, args.device)
         x64 = x.double()
-        ones = torch.ones_like(x)
+        ones, ones64 = torch.ones_like(x), torch.ones_like(x64)
         for name in args.ops:
             a = ACTIVATIONS[name]
             form = a.gradient(is_result=False)
@@ -55,9 +55,9 @@ def main() -> None:
                 name: worst(a.ops.forward(x), a.reference(x64), x, a.scale(x64) if a.scale else None),
                 a.gradient_name(form): worst(
                     a.ops.backward(ones, x, is_result=False),
-                    form.reference(ones.double(), x64),
+                    form.reference(ones64, x64),
                     x,
-                    form.scale(ones.double(), x64) if form.scale else None,
+                    form.scale(ones64, x64) if form.scale else None,
                 ),
             }
             for op, (error, at) in measured.items():
