@@ -7,7 +7,7 @@ it rounds as the kernel does. Where no aten formulation can promise that, the fu
 """
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -134,17 +134,15 @@ def _exp_arithmetic(x: torch.Tensor, for_16_bit: bool = False) -> torch.Tensor:
         coefficients = [1 / math.factorial(n) for n in range(2, degree + 1)]
         if x.dtype == torch.float32:
             coefficients = [_to_float32(c) for c in coefficients]
-    u = torch.full_like(r, coefficients[-1])
-    for c in reversed(coefficients[:-1]):  # Horner: c_2 + r * (c_3 + ... + r * c_n)
-        u = c + r * u
+    u = _horner(coefficients[::-1], r)  # c_2 + r * (c_3 + ... + r * c_n)
     p = 1.0 + (r + r * r * u)
     round_bits = torch.tensor(round_shift, dtype=x.dtype).view(bits).item()
     scale = ((shifted.view(bits) - round_bits + (bias + 64)) << mantissa).view(x.dtype)
     return p * scale * 2.0**-64
 
 
-# The coefficients of erfc_in_float and erfc_for_float32 (kernels/activations.h), highest power of t first: float's
-# P (erfc = t exp(P(t) - z^2)), double's Q (erfc = t exp(-z^2) Q(t)).
+# The coefficients of erfc_in_float and normal_cdf_for_float32 (kernels/activations.h), highest power of t first:
+# float's P (erfc = t exp(P(t) - z^2)), double's Q (erfc = t exp(-z^2) Q(t)), which the kernel halves for Phi.
 _ERFC_FLOAT_P = (0.22879079, -0.70919234, 0.47449490, 0.25444227, 1.01801378, -1.26654178)
 _ERFC_DOUBLE_Q = (
     0.055873871038741224,
@@ -161,23 +159,28 @@ _ERFC_DOUBLE_Q = (
 )
 
 
-def _erfc_arithmetic(z: torch.Tensor, dtype: torch.dtype, exp_minus_square: torch.Tensor | None) -> torch.Tensor:
-    """The kernels' erfc in z's arithmetic for storage ``dtype`` (``erfc_in_float``, ``erfc_for_float32``), step for
-    step: in float t = 1 / (1 + |z| / 2) and t exp(P(t) - z^2) with the kernels' exp on z's device (``_gelu_exp``), in
-    double t = 1 / (1 + 0.3 |z|) and t exp(-z^2) Q(t) with the caller's ``exp_minus_square`` (GELU's exp(-x^2 / 2));
-    2 - erfc(-z) for z < 0."""
-    a = z.abs()
-    in_double = z.dtype == torch.float64
-    t = 1.0 / (1.0 + (0.3 if in_double else 0.5) * a)
-    coefficients = _ERFC_DOUBLE_Q if in_double else [_to_float32(c) for c in _ERFC_FLOAT_P]
+def _horner(coefficients: Sequence[float], t: torch.Tensor) -> torch.Tensor:
+    """The polynomial of ``coefficients`` (highest power first) at t, one product and one sum a step."""
     poly = torch.full_like(t, coefficients[0])
     for c in coefficients[1:]:
         poly = poly * t + c
-    if in_double:
-        tail = t * exp_minus_square * poly
-    else:
-        tail = t * _gelu_exp(poly - a * a, dtype)
-    return torch.where(z >= 0, tail, 2.0 - tail)
+    return poly
+
+
+def _normal_cdf_arithmetic(x: torch.Tensor, dtype: torch.dtype, exp_half_square: torch.Tensor | None) -> torch.Tensor:
+    """Phi(x) = erfc(-x / sqrt 2) / 2 in x's arithmetic for storage ``dtype``, as the kernels compute it, step for
+    step: in float (``erfc_in_float``) t = 1 / (1 + |z| / 2) and t exp(P(t) - z^2) / 2 with the kernels' exp on x's
+    device (``_gelu_exp``), 1 - erfc(-z) / 2 for z < 0; in double (``normal_cdf_for_float32``) t = 1 / (1 + 0.3 |x| /
+    sqrt 2) and t exp(-x^2 / 2) Q(t) / 2 with the caller's ``exp_half_square``, 1 - Phi(-x) for x > 0."""
+    if x.dtype == torch.float64:
+        t = 1.0 / (1.0 + (0.3 * SQRT_HALF) * x.abs())
+        half_tail = t * exp_half_square * _horner([0.5 * c for c in _ERFC_DOUBLE_Q], t)
+        return torch.where(x <= 0, half_tail, 1.0 - half_tail)
+    z = -x * SQRT_HALF
+    a = z.abs()
+    t = 1.0 / (1.0 + 0.5 * a)
+    tail = t * _gelu_exp(_horner([_to_float32(c) for c in _ERFC_FLOAT_P], t) - a * a, dtype)
+    return 0.5 * torch.where(z >= 0, tail, 2.0 - tail)
 
 
 def _selu_negative(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
@@ -371,7 +374,7 @@ def _gelu_value(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
         return None
     xm = _gelu_math(x, dtype)
     exp_half_square = _gelu_exp(-0.5 * (xm * xm), dtype) if xm.dtype == torch.float64 else None
-    return xm * (0.5 * _erfc_arithmetic(-xm * SQRT_HALF, dtype, exp_half_square))
+    return xm * _normal_cdf_arithmetic(xm, dtype, exp_half_square)
 
 
 def _gelu_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
@@ -380,7 +383,7 @@ def _gelu_gradient(grad: torch.Tensor, x: torch.Tensor, dtype: torch.dtype) -> t
         return None
     xm = _gelu_math(x, dtype)
     exp_half_square = _gelu_exp(-0.5 * (xm * xm), dtype)
-    cdf = 0.5 * _erfc_arithmetic(-xm * SQRT_HALF, dtype, exp_half_square)
+    cdf = _normal_cdf_arithmetic(xm, dtype, exp_half_square)
     return grad.to(xm.dtype) * (cdf + xm * exp_half_square * (1 / math.sqrt(2 * math.pi)))
 
 

@@ -114,6 +114,14 @@ struct DoubleTable {
   double c[N];
 };
 
+// A table's entries times a power of two (each exact).
+template <size_t N>
+constexpr DoubleTable<N> scaled_table(const DoubleTable<N>& table, double power_of_two) {
+  DoubleTable<N> scaled{};
+  for (size_t i = 0; i < N; ++i) scaled.c[i] = table.c[i] * power_of_two;
+  return scaled;
+}
+
 #ifdef __CUDACC__
 template <const auto& kHost>
 __constant__ std::remove_cv_t<std::remove_reference_t<decltype(kHost)>> device_copy = kHost;
@@ -256,8 +264,15 @@ constexpr DoubleTable<32> kExp2Fractions{
      0x1.8ace5422aa0dbp+0, 0x1.93737b0cdc5e5p+0, 0x1.9c49182a3f090p+0, 0x1.a5503b23e255dp+0, 0x1.ae89f995ad3adp+0,
      0x1.b7f76f2fb5e47p+0, 0x1.c199bdd85529cp+0, 0x1.cb720dcef9069p+0, 0x1.d5818dcfba487p+0, 0x1.dfc97337b9b5fp+0,
      0x1.ea4afa2a490dap+0, 0x1.f50765b6e4540p+0}};
-constexpr DoubleTable<7> kExpByTable{
-    {0x1.71547652b82fep+5, 0x1.62e42fefa39efp-6, 1.0 / 24, 1.0 / 6, 0.5, 1.0, ExpArithmetic<double>::kRound}};
+// For exp(k s) with k = 1 or -1/2 (GELU's exp(-x^2 / 2) from x^2, exact in double for float32 x): k folded into
+// them, powers of two, so that s takes no product and every step is the unfolded one's times a power of two (the
+// same bits as exp of k s).
+constexpr DoubleTable<7> exp_by_table_constants(double k) {
+  return {{0x1.71547652b82fep+5 * k, 0x1.62e42fefa39efp-6 / k, k * k * k * k / 24, k * k * k / 6, k * k / 2, k,
+           ExpArithmetic<double>::kRound}};
+}
+constexpr DoubleTable<7> kExpByTable = exp_by_table_constants(1);
+constexpr DoubleTable<7> kExpOfMinusHalfByTable = exp_by_table_constants(-0.5);
 
 #ifdef __CUDACC__
 // A table read at an index that differs across a warp: from global memory, whose cache serves the warp's differing
@@ -272,9 +287,13 @@ __device__ std::remove_cv_t<std::remove_reference_t<decltype(kHost)>> global_cop
 // below 1.3e-12). 10 double instructions where exp_nonpositive_series takes 17: float32 SiLU and GELU are bound by
 // issue there. As in exp_nonpositive_series, x is clamped at -746 and 2^m is 2^(m + 64) 2^-64, so that exp(-746)
 // rounds to 0; 2^(j / 32) 2^(m + 64) adds m + 64 to the table entry's exponent (always normal), not a product.
+// kHalvings = 1 takes exp(-s / 2) of s >= 0 with the -1/2 in the constants (r / k in place of r: the same bits).
+template <int kHalvings = 0>
 __device__ __forceinline__ double exp_nonpositive_by_table(double x_in) {
-  const auto& c = table<kExpByTable>();
-  const double x = x_in < ExpArithmetic<double>::kLowest ? ExpArithmetic<double>::kLowest : x_in;
+  static_assert(kHalvings == 0 || kHalvings == 1, "exp(x) or exp(-x / 2)");
+  const auto& c = table<kHalvings == 0 ? kExpByTable : kExpOfMinusHalfByTable>();
+  constexpr double kLowest = ExpArithmetic<double>::kLowest * (kHalvings == 0 ? 1 : -2);
+  const double x = (kHalvings == 0 ? x_in < kLowest : x_in > kLowest) ? kLowest : x_in;
   const double shifted = fma(x, c[0], c[6]);
   const double n = shifted - c[6];
   const double r = fma(-n, c[1], x);
@@ -320,15 +339,28 @@ __device__ __forceinline__ float approximate_reciprocal(float d) {
   return r;
 }
 
+// The hardware's approximate double reciprocal, of d's leading 32 bits (within about 2^-20).
+__device__ __forceinline__ double hardware_reciprocal(double d) {
+  double r;
+  asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(d));
+  return r;
+}
+
 // 1 / d for finite d >= 1 (NaN too), to double's precision: the hardware's approximate double reciprocal r (of d's
 // leading 32 bits, so within about 2^-20) times 1 + e + e^2, e = 1 - d r (error about e^3), where a double
 // division's dozen instructions held float32 SiLU to 72% of a copy on the H200 (a float reciprocal refined once:
 // 75%, and 95% -> 100% on the H100; its two conversions between float and double are gone here).
 __device__ __forceinline__ double refined_reciprocal(double d) {
-  double r;
-  asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(d));
+  const double r = hardware_reciprocal(d);
   const double e = fma(-d, r, 1.0);
   return fma(r, fma(e, e, e), r);
+}
+
+// 1 / d to about 2^-40, one Newton step: for a polynomial's argument whose fit errs by more (float32 GELU's t), where
+// refined_reciprocal's last fma would buy nothing.
+__device__ __forceinline__ double reciprocal_for_argument(double d) {
+  const double r = hardware_reciprocal(d);
+  return fma(r, fma(-d, r, 1.0), r);
 }
 
 // expm1f(x) for x < 0: CUDA's own algorithm, step for step (its constants, its roundings, so its bits:
@@ -351,34 +383,6 @@ __device__ __forceinline__ float expm1f_negative(float x) {
   return j < -25.f ? -1.f : result;
 }
 #endif
-
-// erfc(z) in double for float32 results, in place of the Sleef erfc libtorch exports on the CPU (12 ms per 2^20
-// elements on one AVX-512 core, where torch's own float32 GELU takes 0.4 ms) and CUDA's erfc on the GPU (float32 GELU
-// at 34% of a copy on the H200): t exp(-z^2) Q(t) with t = 1 / (1 + 0.3 |z|), Q of degree 10 fitted to
-// erfc(z) exp(z^2) / t over z in [0, 9.4] (relative error below 3.1e-10; with t = 1 / (1 + |z| / 2) degree 12 left
-// 1.1e-9 over [0, 27]). Past 9.4 every float32 GELU value made from it is subnormal or 0, and in its slope Phi is under
-// 1% of x phi(x); there Q stays within 2e-8 up to z = 11 and above 0.169 at every t, so no sign changes. 2 - erfc(-z)
-// for z < 0. exp(-z^2) is the caller's: GELU's exp(-x^2 / 2), whose argument is exact in double for float32 x, and
-// which its slope takes too. On the GPU t is refined_reciprocal's, fewer double instructions than a
-// division (the double unit bounds float32 GELU there); from |z| = 30 on, where exp(-z^2) is 0 (NaN at NaN), t is any
-// finite value.
-constexpr DoubleTable<11> kErfcForFloat32{
-    {0.055873871038741224, -0.333895682925951, 0.7475678189253344, -0.8461284739589974, 0.7799818581579242,
-     -0.2885068987696715, 0.270299054328413, 0.10898316183355025, 0.16789912261481743, 0.16864244356362051,
-     0.1692837248845803}};
-constexpr double kErfcForFloat32Scale = 0.3;  // t's p (benchmarks/probes/fit_erfc.py: SCALE)
-
-C10_HOST_DEVICE inline double erfc_for_float32(double z, double exp_minus_square) {
-  const double a = fabs(z);
-#ifdef __CUDA_ARCH__
-  const double t = refined_reciprocal(1 + kErfcForFloat32Scale * (a < 30 ? a : 30));
-#else
-  const double t = 1 / (1 + kErfcForFloat32Scale * a);
-#endif
-  const double q = polynomial(table<kErfcForFloat32>(), t);
-  const double tail = t * exp_minus_square * q;
-  return z >= 0 ? tail : 2 - tail;
-}
 
 // expm1(x) for x <= 0 (on the GPU for float, x < 0: it returns +0 for -0). On the GPU, for results
 // rounded to a 16-bit type, the hardware exp2 (1 - 2^-18 accurate here) and a short series near 0,
@@ -806,6 +810,35 @@ constexpr double kSqrtHalfLo = -4.8336466567264567e-17;  // sqrt(1/2) - kSqrtHal
 constexpr double kTwoOverSqrtPi = 1.1283791670955126;
 constexpr double kInvSqrtTwoPi = 0.3989422804014327;
 
+// Phi(x) = erfc(z) / 2, z = -x / sqrt 2, in double for float32 results, in place of the Sleef erfc libtorch exports
+// on the CPU (12 ms per 2^20 elements on one AVX-512 core, where torch's own float32 GELU takes 0.4 ms) and CUDA's
+// erfc on the GPU (float32 GELU at 34% of a copy on the H200): erfc(z) = t exp(-z^2) Q(t) with t = 1 / (1 + 0.3 |z|),
+// Q of degree 10 fitted to erfc(z) exp(z^2) / t over z in [0, 9.4] (relative error below 3.1e-10; with t = 1 / (1 +
+// |z| / 2) degree 12 left 1.1e-9 over [0, 27]). Past 9.4 every float32 GELU value made from it is subnormal or 0, and
+// in its slope Phi is under 1% of x phi(x); there Q stays within 2e-8 up to z = 11 and above 0.169 at every t, so no
+// sign changes. 1 - Phi(-x) for x > 0. exp(-z^2) is the caller's: GELU's exp(-x^2 / 2), which its slope takes too.
+// z is never formed (t from |x| with 0.3 / sqrt 2, the sign from x) and the 1/2 is in Q's coefficients: a product
+// fewer each, as on the GPU the double unit bounds float32 GELU. There t is reciprocal_for_argument's, fewer double
+// instructions than a division; from |x| = 42 on, where exp(-x^2 / 2) is 0 (NaN at NaN), t is any finite value.
+constexpr DoubleTable<11> kErfcForFloat32{
+    {0.055873871038741224, -0.333895682925951, 0.7475678189253344, -0.8461284739589974, 0.7799818581579242,
+     -0.2885068987696715, 0.270299054328413, 0.10898316183355025, 0.16789912261481743, 0.16864244356362051,
+     0.1692837248845803}};
+constexpr double kErfcForFloat32Scale = 0.3;  // t's p (benchmarks/probes/fit_erfc.py: SCALE)
+constexpr DoubleTable<11> kHalfErfcForFloat32 = scaled_table(kErfcForFloat32, 0.5);
+constexpr double kErfcForFloat32ScaleOfX = kErfcForFloat32Scale * kSqrtHalf;
+
+C10_HOST_DEVICE inline double normal_cdf_for_float32(double x, double exp_half_square_x) {
+  const double a = fabs(x);
+#ifdef __CUDA_ARCH__
+  const double t = reciprocal_for_argument(1 + kErfcForFloat32ScaleOfX * (a < 42 ? a : 42));
+#else
+  const double t = 1 / (1 + kErfcForFloat32ScaleOfX * a);
+#endif
+  const double half_tail = t * exp_half_square_x * polynomial(table<kHalfErfcForFloat32>(), t);
+  return x <= 0 ? half_tail : 1 - half_tail;
+}
+
 // g s^K + c[first] s^(K-1) + ... + c[first + K - 1]: K steps of Horner's rule, one fma each, unrolled here: GCC
 // peels at most 16 steps of a loop unasked, and a loop left inside keeps the CPU loop scalar.
 template <size_t N, size_t... I>
@@ -900,7 +933,11 @@ C10_HOST_DEVICE inline math_t exp_half_square(math_t x) {
   if constexpr (std::is_same_v<math_t, float>) {
     return exp_nonpositive<scalar_t, float>(-0.5f * square);
   } else if constexpr (!std::is_same_v<scalar_t, double>) {
+#ifdef __CUDA_ARCH__
+    return exp_nonpositive_by_table<1>(square);  // the -1/2 in its constants
+#else
     return exp_nonpositive_for_float32(-0.5 * square);
+#endif
   } else {
     const double square_lo = fabs(x) < 1e150 ? fma_of(x, x, -square) : 0.0;  // inf and NaN: no inf - inf
     return exp_of(-0.5 * square) * (1 - 0.5 * square_lo);
@@ -920,7 +957,7 @@ C10_HOST_DEVICE C10_ALWAYS_INLINE math_t normal_cdf(math_t x, math_t exp_half_sq
     return 0.5f * erfc_in_float<scalar_t>(z);
 #endif
   } else if constexpr (!std::is_same_v<scalar_t, double>) {
-    return 0.5 * erfc_for_float32(z, exp_half_square_x);
+    return normal_cdf_for_float32(x, exp_half_square_x);
   } else {
     // Near 0, (1 - erf(z)) / 2, a sum that does not cancel for z in (-1, 1/2); elsewhere erfc(z) / 2 from erfc(|z|),
     // as 1 - erfc(-z) / 2 for z < 0. Each form chosen by a factor of 0 or 1 (a select of exp's result would keep the
