@@ -362,7 +362,7 @@ def _gelu_math(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 def _gelu_exp(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """exp of ``x`` <= 0 as the GELU kernels take it: on the CPU ``exp_nonpositive_series`` in x's arithmetic; on CUDA
     in float (the 16-bit types) the kernels' float exp (``exp_nonpositive``), in double libdevice's against the
-    kernels' table form (``exp_nonpositive_by_table``), within the ulp bounds."""
+    kernels' table form (``exp_by_table``), within the ulp bounds."""
     if _kernels_of(x) == "cpu":
         return _exp_arithmetic(x, for_16_bit=dtype.itemsize == 2)
     return torch.exp(x) if x.dtype == torch.float64 else _exp_nonpositive(x, dtype)

@@ -72,7 +72,7 @@ inline double exp_of(double x) { return act_cpu_exp(x); }
 inline double fma_of(double a, double b, double c) { return __builtin_fma(a, b, c); }  // an instruction from AVX2 up
 #endif
 
-// The constants of exp_nonpositive_series's arithmetic (exp_nonpositive_by_table takes double's range and rounding
+// The constants of exp_nonpositive_series's arithmetic (exp_by_table takes double's range and rounding
 // constant too): its range, ln2 in two parts (the first exact in k ln2), the Taylor series' degree, and how 2^k is
 // built from the bits.
 template <typename T>
@@ -225,7 +225,7 @@ constexpr ExpSeries<T> exp_series() {
 
 // exp(x) for x <= 0 in arithmetic the CPU's compiler vectorizes (a call to expf keeps the loop scalar): float for
 // float and 16-bit results on the CPU (twice the lanes of double; no cancellation to guard against, unlike expm1),
-// double for float32 results computed in double on the CPU (the GPU takes exp_nonpositive_by_table, below).
+// double for float32 results computed in double on the CPU (the GPU takes exp_by_table, below).
 // x = k ln2 + r, exp(r) = 1 + r + r^2 (c_2 + r
 // (c_3 + ...)): Taylor's series to r^7 in float (relative error < 6e-9), r^8 in double (< 3e-10, a hundredth of a
 // float32 ulp); for results rounded to a 16-bit type, kExpSeriesFor16Bit's c_2..c_5. Then times 2^k as 2^(k + 64)
@@ -254,8 +254,9 @@ C10_HOST_DEVICE inline T exp_nonpositive_series(T x_in) {
   return p * scale * bits_as<T>(Bits(A::kBias - kScaleOffset) << A::kMantissaBits);  // 2^-kScaleOffset
 }
 
-// exp_nonpositive_by_table's constants: 2^(j / 32) for j = 0..31, rounded (mpmath); 32 / ln2, ln2 / 32, Taylor's
-// 1 / 4!, 1 / 3!, 1 / 2!, 1 / 1!, and 1.5 * 2^52 (adding it rounds to an integer, which its low bits hold).
+// exp_by_table's constants: 2^(j / 32) for j = 0..31, rounded (mpmath); k 32 / ln2, ln2 / (32 k), Taylor's 1 / 4!,
+// 1 / 3!, 1 / 2!, 1 / 1! times k^4, k^3, k^2, k, and 1.5 * 2^52 (adding it rounds to an integer, which its low bits
+// hold).
 constexpr DoubleTable<32> kExp2Fractions{
     {0x1.0000000000000p+0, 0x1.059b0d3158574p+0, 0x1.0b5586cf9890fp+0, 0x1.11301d0125b51p+0, 0x1.172b83c7d517bp+0,
      0x1.1d4873168b9aap+0, 0x1.2387a6e756238p+0, 0x1.29e9df51fdee1p+0, 0x1.306fe0a31b715p+0, 0x1.371a7373aa9cbp+0,
@@ -264,15 +265,18 @@ constexpr DoubleTable<32> kExp2Fractions{
      0x1.8ace5422aa0dbp+0, 0x1.93737b0cdc5e5p+0, 0x1.9c49182a3f090p+0, 0x1.a5503b23e255dp+0, 0x1.ae89f995ad3adp+0,
      0x1.b7f76f2fb5e47p+0, 0x1.c199bdd85529cp+0, 0x1.cb720dcef9069p+0, 0x1.d5818dcfba487p+0, 0x1.dfc97337b9b5fp+0,
      0x1.ea4afa2a490dap+0, 0x1.f50765b6e4540p+0}};
-// For exp(k s) with k = 1 or -1/2 (GELU's exp(-x^2 / 2) from x^2, exact in double for float32 x): k folded into
-// them, powers of two, so that s takes no product and every step is the unfolded one's times a power of two (the
-// same bits as exp of k s).
+// For exp(k s) of s >= 0 with k = -1 (sigmoid's exp(-|v|) from |v|) or -1/2 (GELU's exp(-x^2 / 2) from x^2, exact in
+// double for float32 x): k folded into them, a power of two, so that s takes no product or negation and every step is
+// exp(k s)'s own times a power of two (the same bits).
 constexpr DoubleTable<7> exp_by_table_constants(double k) {
   return {{0x1.71547652b82fep+5 * k, 0x1.62e42fefa39efp-6 / k, k * k * k * k / 24, k * k * k / 6, k * k / 2, k,
            ExpArithmetic<double>::kRound}};
 }
-constexpr DoubleTable<7> kExpByTable = exp_by_table_constants(1);
-constexpr DoubleTable<7> kExpOfMinusHalfByTable = exp_by_table_constants(-0.5);
+constexpr DoubleTable<7> kExpOfNegatedByTable = exp_by_table_constants(-1);
+constexpr DoubleTable<7> kExpOfNegatedHalfByTable = exp_by_table_constants(-0.5);
+
+// What exp_by_table takes of its argument s >= 0: exp(-s) or exp(-s / 2).
+enum class ExpOf { kNegated, kNegatedHalf };
 
 #ifdef __CUDACC__
 // A table read at an index that differs across a warp: from global memory, whose cache serves the warp's differing
@@ -282,21 +286,20 @@ __device__ std::remove_cv_t<std::remove_reference_t<decltype(kHost)>> global_cop
 #endif
 
 #ifdef __CUDA_ARCH__
-// exp(x) for x <= 0 (NaN too) in double for float32 results on the GPU: x = (32 m + j) ln2 / 32 + r with
-// |r| <= ln2 / 64, exp(x) = 2^m 2^(j / 32) exp(r), exp(r) = 1 + r q(r) by Taylor's series to r^4 (relative error
-// below 1.3e-12). 10 double instructions where exp_nonpositive_series takes 17: float32 SiLU and GELU are bound by
-// issue there. As in exp_nonpositive_series, x is clamped at -746 and 2^m is 2^(m + 64) 2^-64, so that exp(-746)
-// rounds to 0; 2^(j / 32) 2^(m + 64) adds m + 64 to the table entry's exponent (always normal), not a product.
-// kHalvings = 1 takes exp(-s / 2) of s >= 0 with the -1/2 in the constants (r / k in place of r: the same bits).
-template <int kHalvings = 0>
-__device__ __forceinline__ double exp_nonpositive_by_table(double x_in) {
-  static_assert(kHalvings == 0 || kHalvings == 1, "exp(x) or exp(-x / 2)");
-  const auto& c = table<kHalvings == 0 ? kExpByTable : kExpOfMinusHalfByTable>();
-  constexpr double kLowest = ExpArithmetic<double>::kLowest * (kHalvings == 0 ? 1 : -2);
-  const double x = (kHalvings == 0 ? x_in < kLowest : x_in > kLowest) ? kLowest : x_in;
-  const double shifted = fma(x, c[0], c[6]);
+// exp(-s) or exp(-s / 2) for s >= 0 (NaN too) in double for float32 results on the GPU, of x = k s: x = (32 m + j)
+// ln2 / 32 + r with |r| <= ln2 / 64, exp(x) = 2^m 2^(j / 32) exp(r), exp(r) = 1 + r q(r) by Taylor's series to r^4
+// (relative error below 1.3e-12), with r / k in place of r (the same bits). 10 double instructions where
+// exp_nonpositive_series takes 17: float32 SiLU and GELU are bound by issue there. As in exp_nonpositive_series, x is
+// clamped at -746 and 2^m is 2^(m + 64) 2^-64, so that exp(-746) rounds to 0; 2^(j / 32) 2^(m + 64) adds m + 64 to the
+// table entry's exponent (always normal), not a product.
+template <ExpOf Of>
+__device__ __forceinline__ double exp_by_table(double s) {
+  const auto& c = table<Of == ExpOf::kNegated ? kExpOfNegatedByTable : kExpOfNegatedHalfByTable>();
+  constexpr double kHighest = ExpArithmetic<double>::kLowest / (Of == ExpOf::kNegated ? -1 : -0.5);
+  const double clamped = s > kHighest ? kHighest : s;
+  const double shifted = fma(clamped, c[0], c[6]);
   const double n = shifted - c[6];
-  const double r = fma(-n, c[1], x);
+  const double r = fma(-n, c[1], clamped);
   const int low_bits = __double2loint(shifted);  // n in two's complement
   double q = fma(c[2], r, c[3]);
   q = fma(q, r, c[4]);
@@ -309,16 +312,6 @@ __device__ __forceinline__ double exp_nonpositive_by_table(double x_in) {
   return fma(scaled * r, q, scaled) * 0x1p-64;
 }
 #endif
-
-// exp(x) for x <= 0 in double for float32 results: exp_nonpositive_by_table on the GPU; on the CPU the series, which
-// vectorizes (a table would be a gather).
-C10_HOST_DEVICE inline double exp_nonpositive_for_float32(double x) {
-#ifdef __CUDA_ARCH__
-  return exp_nonpositive_by_table(x);
-#else
-  return exp_nonpositive_series(x);
-#endif
-}
 
 #ifdef __CUDA_ARCH__
 // The hardware exp2 with subnormal results flushed to zero: where the callers below meet them, their
@@ -749,14 +742,14 @@ C10_HOST_DEVICE inline math_t x_sigmoid_slope(const SigmoidTerms<math_t>& terms,
 #ifdef __CUDA_ARCH__
 // float32 SiLU's value and gradient on the GPU, in double as on the CPU (over refined_reciprocal's reciprocal),
 // unrounded (SiLU's ops round them; its gated forms take the products with up and grad * up first). exp(-|x|) is
-// exp_nonpositive_by_table in double: a float exp handed over as two floats was bound by the H200's conversion
+// exp_by_table in double: a float exp handed over as two floats was bound by the H200's conversion
 // unit. From x = -745.1 exp is 0 (its clamp at -746) and the value x * 0 (NaN at -inf, as torch's x / (1 + exp(-x)));
 // above, the value is the double it is (below -200, times any finite float32 factor, it rounds to 0), so that a gated
 // form's product with an infinite factor is +-inf, the float64 answer. Below -300 the gradient times any float32
 // factor (grad * up reaches 1.2e77) rounds to 0, and there it is 0 (x taken at -300); at +inf it is NaN (torch's
 // inf * 0). Value and gradient take the same exp(-|x|), so that a gated backward computes it once.
 __device__ __forceinline__ double silu_exp_from_float(float x) {
-  return exp_nonpositive_for_float32(-fabs(double(x)));
+  return exp_by_table<ExpOf::kNegated>(fabs(double(x)));
 }
 
 __device__ __forceinline__ double silu_value_from_float(float x) {
@@ -934,9 +927,9 @@ C10_HOST_DEVICE inline math_t exp_half_square(math_t x) {
     return exp_nonpositive<scalar_t, float>(-0.5f * square);
   } else if constexpr (!std::is_same_v<scalar_t, double>) {
 #ifdef __CUDA_ARCH__
-    return exp_nonpositive_by_table<1>(square);  // the -1/2 in its constants
+    return exp_by_table<ExpOf::kNegatedHalf>(square);
 #else
-    return exp_nonpositive_for_float32(-0.5 * square);
+    return exp_nonpositive_series(-0.5 * square);  // which vectorizes (a table would be a gather)
 #endif
   } else {
     const double square_lo = fabs(x) < 1e150 ? fma_of(x, x, -square) : 0.0;  // inf and NaN: no inf - inf
@@ -1023,16 +1016,18 @@ C10_HOST_DEVICE inline SigmoidTerms<math_t> x_sigmoid_terms(math_t x) {
     return sigmoid_terms_selected(v < 0.f, exp_nonpositive<scalar_t, float>(v < 0.f ? v : -v));
   } else {
     const SigmoidArgument a = Argument::template v<scalar_t>(x);
+#ifdef __CUDA_ARCH__
+    // float32 results on the GPU: the table form (fewer instructions than CUDA's exp) of -|v| with the sign in its
+    // constants, and selects, not the double unit's arithmetic, for the terms (v_lo is 0 there).
+    if constexpr (!std::is_same_v<scalar_t, double>) {
+      const double t = exp_by_table<ExpOf::kNegated>(fabs(a.v));
+      return {1 + t, a.v < 0 ? t : 1.0, a.v < 0 ? 1.0 : t};
+    }
+#endif
     const double negative = a.v < 0 ? 1.0 : 0.0;
     const double magnitude_lo = a.v < 0 ? -a.v_lo : a.v_lo;
     const double exp_argument = a.v < 0 ? a.v : -a.v;
-#ifdef __CUDA_ARCH__
-    // float32 results on the GPU take the table form, fewer instructions than CUDA's exp (on the CPU Sleef's, a call).
-    constexpr bool kByTable = !std::is_same_v<scalar_t, double>;
-#else
-    constexpr bool kByTable = false;
-#endif
-    const double t = kByTable ? exp_nonpositive_for_float32(exp_argument) : exp_of(exp_argument);
+    const double t = exp_of(exp_argument);  // Sleef's on the CPU, a call
     return sigmoid_terms_from(negative, t * (1 - magnitude_lo));
   }
 }
