@@ -13,6 +13,8 @@
 #include <torch/csrc/autograd/saved_variable.h>
 #include <torch/library.h>
 
+#include <algorithm>
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -468,162 +470,166 @@ at::Tensor join_halves(const at::Tensor& a, const at::Tensor& b) {
   return at::cat({a.defined() ? a : at::zeros_like(b), b.defined() ? b : at::zeros_like(a)}, -1);
 }
 
+// The two layouts alike: the merged form's x = [..., 2d] and the pair form's (gate, up) as the halves (gate, up) of
+// their primals, tangents and gradients, and back; their ops and names.
 template <class Op>
-GatedTerms<Op> merged_terms(const at::Tensor& x) {
-  auto [g, u] = split_halves(x);
+struct MergedForm {
+  using Tensors = std::array<at::Tensor, 1>;
+  static std::pair<at::Tensor, at::Tensor> halves(const Tensors& t) { return split_halves(t[0]); }
+  static Tensors from_halves(const at::Tensor& a, const at::Tensor& b) { return {join_halves(a, b)}; }
+  static at::Tensor forward(const Tensors& x) { return gated_merged_op<Op>().call(x[0]); }
+  static Tensors backward(const at::Tensor& grad, const Tensors& x) {
+    return {gated_merged_backward_op<Op>().call(grad, x[0])};
+  }
+  static std::string backward_name() { return schema_name(Op::gated.merged_backward); }
+};
+
+template <class Op>
+struct PairForm {
+  using Tensors = std::array<at::Tensor, 2>;
+  static std::pair<at::Tensor, at::Tensor> halves(const Tensors& t) { return {t[0], t[1]}; }
+  static Tensors from_halves(const at::Tensor& a, const at::Tensor& b) { return {a, b}; }
+  static at::Tensor forward(const Tensors& in) { return gated_pair_op<Op>().call(in[0], in[1]); }
+  static Tensors backward(const at::Tensor& grad, const Tensors& in) {
+    auto [grad_gate, grad_up] = gated_pair_backward_op<Op>().call(grad, in[0], in[1]);
+    return {grad_gate, grad_up};
+  }
+  static std::string backward_name() { return schema_name(Op::gated.pair_backward); }
+};
+
+template <class Op, class Form>
+GatedTerms<Op> terms_of(const typename Form::Tensors& primals) {
+  auto [g, u] = Form::halves(primals);
   return {g, u};
 }
 
-template <class Op>
-struct GatedMergedNode : Node {
-  SavedVariable x;
+template <size_t N>
+std::array<at::Tensor, N> each_of(const std::array<at::Tensor, N>& tensors, at::Tensor (*f)(const at::Tensor&)) {
+  std::array<at::Tensor, N> result;
+  for (size_t i = 0; i < N; ++i) result[i] = f(tensors[i]);
+  return result;
+}
+
+template <size_t N>
+std::array<at::Tensor, N> unpacked(const std::array<SavedVariable, N>& saved) {
+  std::array<at::Tensor, N> result;
+  for (size_t i = 0; i < N; ++i) result[i] = saved[i].unpack();
+  return result;
+}
+
+template <size_t N>
+void save_inputs(std::array<SavedVariable, N>& saved, const std::array<at::Tensor, N>& inputs) {
+  for (size_t i = 0; i < N; ++i) saved[i] = SavedVariable(inputs[i], /*is_output=*/false);
+}
+
+bool any_defined(at::ArrayRef<at::Tensor> tensors) {
+  return std::any_of(tensors.begin(), tensors.end(), [](const at::Tensor& t) { return t.defined(); });
+}
+
+template <class Op, class Form>
+struct GatedNode : Node {
+  std::array<SavedVariable, std::tuple_size_v<typename Form::Tensors>> inputs;
 
   variable_list apply(variable_list&& grads) override {
-    if (!grads[0].defined()) return {at::Tensor()};
-    return {gated_merged_backward_op<Op>().call(grads[0], x.unpack(this->getptr()))};
+    if (!grads[0].defined()) return variable_list(inputs.size());
+    const auto grad_inputs = Form::backward(grads[0], unpacked(inputs));
+    return {grad_inputs.begin(), grad_inputs.end()};
   }
-  std::string name() const override { return "act::" + schema_name(Op::gated.merged_backward); }
-  void release_variables() override { x.reset_data(); }
-};
-
-template <class Op>
-struct GatedPairNode : Node {
-  SavedVariable gate, up;
-
-  variable_list apply(variable_list&& grads) override {
-    if (!grads[0].defined()) return {at::Tensor(), at::Tensor()};
-    auto [grad_gate, grad_up] = gated_pair_backward_op<Op>().call(grads[0], gate.unpack(), up.unpack());
-    return {grad_gate, grad_up};
-  }
-  std::string name() const override { return "act::" + schema_name(Op::gated.pair_backward); }
+  std::string name() const override { return "act::" + Form::backward_name(); }
   void release_variables() override {
-    gate.reset_data();
-    up.reset_data();
+    for (auto& input : inputs) input.reset_data();
   }
 };
 
-template <class Op>
-struct GatedMergedBackwardNode : Node {
-  SavedVariable grad_output, x;
+template <class Op, class Form>
+struct GatedBackwardNode : Node {
+  SavedVariable grad_output;
+  std::array<SavedVariable, std::tuple_size_v<typename Form::Tensors>> inputs;
 
   variable_list apply(variable_list&& grads) override {
-    if (!grads[0].defined()) return {at::Tensor(), at::Tensor()};
-    auto [a_g, a_u] = split_halves(grads[0]);
-    auto [d_grad, d_g, d_u] = merged_terms<Op>(x.unpack()).backward_gradients(grad_output.unpack(), a_g, a_u);
-    return {d_grad, join_halves(d_g, d_u)};
+    if (!any_defined(grads)) return variable_list(1 + inputs.size());
+    typename Form::Tensors grads_of_outputs;
+    std::copy_n(grads.begin(), grads_of_outputs.size(), grads_of_outputs.begin());
+    auto [a_g, a_u] = Form::halves(grads_of_outputs);
+    auto [d_grad, d_g, d_u] = terms_of<Op, Form>(unpacked(inputs)).backward_gradients(grad_output.unpack(), a_g, a_u);
+    const auto d_inputs = Form::from_halves(d_g, d_u);
+    variable_list result{d_grad};
+    result.insert(result.end(), d_inputs.begin(), d_inputs.end());
+    return result;
   }
-  std::string name() const override { return "act::" + schema_name(Op::gated.merged_backward) + "_backward"; }
+  std::string name() const override { return "act::" + Form::backward_name() + "_backward"; }
   void release_variables() override {
     grad_output.reset_data();
-    x.reset_data();
+    for (auto& input : inputs) input.reset_data();
   }
 };
 
-template <class Op>
-struct GatedPairBackwardNode : Node {
-  SavedVariable grad_output, gate, up;
-
-  variable_list apply(variable_list&& grads) override {
-    if (!grads[0].defined() && !grads[1].defined()) return {at::Tensor(), at::Tensor(), at::Tensor()};
-    const GatedTerms<Op> terms{gate.unpack(), up.unpack()};
-    auto [d_grad, d_g, d_u] = terms.backward_gradients(grad_output.unpack(), grads[0], grads[1]);
-    return {d_grad, d_g, d_u};
-  }
-  std::string name() const override { return "act::" + schema_name(Op::gated.pair_backward) + "_backward"; }
-  void release_variables() override {
-    grad_output.reset_data();
-    gate.reset_data();
-    up.reset_data();
-  }
-};
-
-template <class Op>
-at::Tensor gated_merged_autograd(const at::Tensor& x) {
-  auto node = graph_node<GatedMergedNode<Op>>(x);
-  const at::Tensor x_tangent = tangent_of(x);
+template <class Op, class Form>
+at::Tensor gated_autograd(const typename Form::Tensors& inputs) {
+  auto node = std::apply([](const auto&... t) { return graph_node<GatedNode<Op, Form>>(t...); }, inputs);
+  const auto tangents = each_of(inputs, tangent_of);
   at::Tensor result;
   {
     at::AutoDispatchBelowADInplaceOrView guard;
-    result = gated_merged_op<Op>().call(x);
+    result = Form::forward(inputs);
   }
   if (node) {
     torch::autograd::set_history(result, NodePtr(node));
-    node->x = SavedVariable(x, /*is_output=*/false);
+    save_inputs(node->inputs, inputs);
   }
-  if (x_tangent.defined()) {
-    auto [tg, tu] = split_halves(x_tangent);
-    set_tangent(result, merged_terms<Op>(primal_of(x)).forward_tangent(tg, tu));
+  if (any_defined(tangents)) {
+    auto [tg, tu] = Form::halves(tangents);
+    set_tangent(result, terms_of<Op, Form>(each_of(inputs, primal_of)).forward_tangent(tg, tu));
   }
   return result;
+}
+
+template <class Op, class Form>
+typename Form::Tensors gated_backward_autograd(const at::Tensor& grad_output, const typename Form::Tensors& inputs) {
+  auto node = std::apply(
+      [&](const auto&... t) { return graph_node<GatedBackwardNode<Op, Form>>(grad_output, t...); }, inputs);
+  const at::Tensor grad_tangent = tangent_of(grad_output);
+  const auto tangents = each_of(inputs, tangent_of);
+  typename Form::Tensors grad_inputs;
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    grad_inputs = Form::backward(grad_output, inputs);
+  }
+  if (node) {
+    torch::autograd::set_history(std::vector<at::Tensor>(grad_inputs.begin(), grad_inputs.end()), NodePtr(node));
+    node->grad_output = SavedVariable(grad_output, /*is_output=*/false);
+    save_inputs(node->inputs, inputs);
+  }
+  if (grad_tangent.defined() || any_defined(tangents)) {
+    auto [tg, tu] = Form::halves(tangents);
+    auto [t_dg, t_du] = terms_of<Op, Form>(each_of(inputs, primal_of))
+                            .backward_tangents(primal_of(grad_output), grad_tangent, tg, tu);
+    const auto grad_input_tangents = Form::from_halves(t_dg, t_du);
+    for (size_t i = 0; i < grad_inputs.size(); ++i) set_tangent(grad_inputs[i], grad_input_tangents[i]);
+  }
+  return grad_inputs;
+}
+
+template <class Op>
+at::Tensor gated_merged_autograd(const at::Tensor& x) {
+  return gated_autograd<Op, MergedForm<Op>>({x});
 }
 
 template <class Op>
 at::Tensor gated_pair_autograd(const at::Tensor& gate, const at::Tensor& up) {
-  auto node = graph_node<GatedPairNode<Op>>(gate, up);
-  const at::Tensor gate_tangent = tangent_of(gate), up_tangent = tangent_of(up);
-  at::Tensor result;
-  {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    result = gated_pair_op<Op>().call(gate, up);
-  }
-  if (node) {
-    torch::autograd::set_history(result, NodePtr(node));
-    node->gate = SavedVariable(gate, /*is_output=*/false);
-    node->up = SavedVariable(up, /*is_output=*/false);
-  }
-  if (gate_tangent.defined() || up_tangent.defined()) {
-    const GatedTerms<Op> terms{primal_of(gate), primal_of(up)};
-    set_tangent(result, terms.forward_tangent(gate_tangent, up_tangent));
-  }
-  return result;
+  return gated_autograd<Op, PairForm<Op>>({gate, up});
 }
 
 template <class Op>
 at::Tensor gated_merged_backward_autograd(const at::Tensor& grad_output, const at::Tensor& x) {
-  auto node = graph_node<GatedMergedBackwardNode<Op>>(grad_output, x);
-  const at::Tensor grad_tangent = tangent_of(grad_output), x_tangent = tangent_of(x);
-  at::Tensor grad_x;
-  {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    grad_x = gated_merged_backward_op<Op>().call(grad_output, x);
-  }
-  if (node) {
-    torch::autograd::set_history(grad_x, NodePtr(node));
-    node->grad_output = SavedVariable(grad_output, /*is_output=*/false);
-    node->x = SavedVariable(x, /*is_output=*/false);
-  }
-  if (grad_tangent.defined() || x_tangent.defined()) {
-    auto [tg, tu] = split_halves(x_tangent);
-    auto [t_dg, t_du] =
-        merged_terms<Op>(primal_of(x)).backward_tangents(primal_of(grad_output), grad_tangent, tg, tu);
-    set_tangent(grad_x, join_halves(t_dg, t_du));
-  }
-  return grad_x;
+  return gated_backward_autograd<Op, MergedForm<Op>>(grad_output, {x})[0];
 }
 
 template <class Op>
 std::tuple<at::Tensor, at::Tensor> gated_pair_backward_autograd(const at::Tensor& grad_output, const at::Tensor& gate,
                                                                 const at::Tensor& up) {
-  auto node = graph_node<GatedPairBackwardNode<Op>>(grad_output, gate, up);
-  const at::Tensor grad_tangent = tangent_of(grad_output), gate_tangent = tangent_of(gate), up_tangent = tangent_of(up);
-  at::Tensor grad_gate, grad_up;
-  {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    std::tie(grad_gate, grad_up) = gated_pair_backward_op<Op>().call(grad_output, gate, up);
-  }
-  if (node) {
-    torch::autograd::set_history(torch::autograd::flatten_tensor_args(grad_gate, grad_up), NodePtr(node));
-    node->grad_output = SavedVariable(grad_output, /*is_output=*/false);
-    node->gate = SavedVariable(gate, /*is_output=*/false);
-    node->up = SavedVariable(up, /*is_output=*/false);
-  }
-  if (grad_tangent.defined() || gate_tangent.defined() || up_tangent.defined()) {
-    const GatedTerms<Op> terms{primal_of(gate), primal_of(up)};
-    auto [t_dg, t_du] = terms.backward_tangents(primal_of(grad_output), grad_tangent, gate_tangent, up_tangent);
-    set_tangent(grad_gate, t_dg);
-    set_tangent(grad_up, t_du);
-  }
-  return {grad_gate, grad_up};
+  const auto grads = gated_backward_autograd<Op, PairForm<Op>>(grad_output, {gate, up});
+  return {grads[0], grads[1]};
 }
 
 template <class Op>
