@@ -169,9 +169,11 @@ def _horner(coefficients: Sequence[float], t: torch.Tensor) -> torch.Tensor:
 
 def _normal_cdf_arithmetic(x: torch.Tensor, dtype: torch.dtype, exp_half_square: torch.Tensor | None) -> torch.Tensor:
     """Phi(x) = erfc(-x / sqrt 2) / 2 in x's arithmetic for storage ``dtype``, as the kernels compute it, step for
-    step: in float (``erfc_in_float``) t = 1 / (1 + |z| / 2) and t exp(P(t) - z^2) / 2 with the kernels' exp on x's
-    device (``_gelu_exp``), 1 - erfc(-z) / 2 for z < 0; in double (``normal_cdf_for_float32``) t = 1 / (1 + 0.3 |x| /
-    sqrt 2) and t exp(-x^2 / 2) Q(t) / 2 with the caller's ``exp_half_square``, 1 - Phi(-x) for x > 0."""
+    step on the CPU (on CUDA with a division and libdevice's exp where the kernels refine a reciprocal and read a
+    table, within the bounds): in float (``erfc_in_float``) t = 1 / (1 + |z| / 2) and t exp(P(t) - z^2) / 2 with
+    the kernels' exp on x's device (``_gelu_exp``), 1 - erfc(-z) / 2 for z < 0; in double (``normal_cdf_for_float32``)
+    t = 1 / (1 + 0.3 |x| / sqrt 2) and t exp(-x^2 / 2) Q(t) / 2 with the caller's ``exp_half_square``, 1 - Phi(-x) for
+    x > 0."""
     if x.dtype == torch.float64:
         t = 1.0 / (1.0 + (0.3 * SQRT_HALF) * x.abs())
         half_tail = t * exp_half_square * _horner([0.5 * c for c in _ERFC_DOUBLE_Q], t)

@@ -267,7 +267,7 @@ constexpr DoubleTable<32> kExp2Fractions{
      0x1.ea4afa2a490dap+0, 0x1.f50765b6e4540p+0}};
 // For exp(k s) of s >= 0 with k = -1 (sigmoid's exp(-|v|) from |v|) or -1/2 (GELU's exp(-x^2 / 2) from x^2, exact in
 // double for float32 x): k folded into them, a power of two, so that s takes no product or negation and every step is
-// exp(k s)'s own times a power of two (the same bits).
+// exp(k s)'s own times a power of two (the same bits, but where a product is subnormal: far below float32's range).
 constexpr DoubleTable<7> exp_by_table_constants(double k) {
   return {{0x1.71547652b82fep+5 * k, 0x1.62e42fefa39efp-6 / k, k * k * k * k / 24, k * k * k / 6, k * k / 2, k,
            ExpArithmetic<double>::kRound}};
