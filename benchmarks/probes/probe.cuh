@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #define CHECK(x)                                 \
@@ -65,4 +66,39 @@ void fill(void* out, long bytes) {
 __global__ void copy_kernel(const Bytes16* in, Bytes16* out, long n) {
   const long i = blockIdx.x * long(blockDim.x) + threadIdx.x;
   if (i < n) out[i] = in[i];
+}
+
+// A float32 ulp at a double r: of r's binade, or 2^-149 below float's normal range.
+__device__ inline double float32_ulp_of(double r) {
+  int e;
+  frexp(fabs(r), &e);  // |r| in [2^(e-1), 2^e)
+  return ldexp(1.0, max(e - 1, -126) - 23);
+}
+
+// A variant's largest error so far and its input, as one key for atomicMax: the error's float bits over the input's.
+__device__ inline void record_error(unsigned long long* worst, double err, uint32_t bits) {
+  if (!(err == err)) err = 2e9;
+  atomicMax(worst, (unsigned long long)(__float_as_uint(float(err))) << 32 | bits);
+}
+
+// Runs `accuracy` (a thread an input, record_error per variant into worst[variant]) over every float32 and prints
+// each variant's largest error and where.
+inline int sweep_every_float32(void (*accuracy)(unsigned long long*, uint32_t), const char* const* names,
+                               int variants) {
+  unsigned long long* worst;
+  CHECK(cudaMalloc(&worst, variants * sizeof(unsigned long long)));
+  CHECK(cudaMemset(worst, 0, variants * sizeof(unsigned long long)));
+  for (uint64_t base = 0; base < (uint64_t(1) << 32); base += uint64_t(1) << 30)
+    accuracy<<<(1 << 30) / 256, 256>>>(worst, uint32_t(base));
+  CHECK(cudaDeviceSynchronize());
+  std::vector<unsigned long long> keys(variants);
+  CHECK(cudaMemcpy(keys.data(), worst, variants * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+  for (int v = 0; v < variants; ++v) {
+    const uint32_t e = uint32_t(keys[v] >> 32), b = uint32_t(keys[v]);
+    float err, x;
+    memcpy(&err, &e, 4);
+    memcpy(&x, &b, 4);
+    printf("%-34s max error %.4f ulp at x = %.9g\n", names[v], err, x);
+  }
+  return cudaFree(worst) == cudaSuccess ? 0 : 1;
 }

@@ -212,12 +212,6 @@ __global__ void run(const float4* in, const float4* grad, float4* out, long n) {
   out[i] = v;
 }
 
-__device__ double ulp_of(double r) {
-  int e;
-  frexp(fabs(r), &e);  // |r| in [2^(e-1), 2^e)
-  return ldexp(1.0, max(e - 1, -126) - 23);
-}
-
 // Max error over every float32 (NaNs skipped), in ulps of the value or of the slope's terms; worst x kept.
 __global__ void accuracy(unsigned long long* worst, uint32_t base) {
   const uint32_t bits = base + blockIdx.x * blockDim.x + threadIdx.x;
@@ -238,10 +232,7 @@ __global__ void accuracy(unsigned long long* worst, uint32_t base) {
   for (int v = 0; v < 7; ++v) {
     const bool is_value = v < 3 || v >= kExpf;
     const double ref = is_value ? value : slope;
-    double err = fabs(double(results[v]) - ref) / ulp_of(is_value ? ref : terms);
-    if (!(err == err)) err = 2e9;
-    const unsigned long long key = (unsigned long long)(__float_as_uint(float(err))) << 32 | bits;
-    atomicMax(&worst[v], key);
+    record_error(&worst[v], fabs(double(results[v]) - ref) / float32_ulp_of(is_value ? ref : terms), bits);
   }
 }
 
@@ -249,21 +240,7 @@ int main() {
   const char* names[] = {"double (shipped)",          "float pairs",          "plain float",
                          "gradient double (shipped)", "gradient float pairs", "expf, exact division",
                          "float exp to 2^-25, exact division"};
-  unsigned long long* worst;
-  CHECK(cudaMalloc(&worst, 7 * sizeof(unsigned long long)));
-  CHECK(cudaMemset(worst, 0, 7 * sizeof(unsigned long long)));
-  for (uint64_t base = 0; base < (uint64_t(1) << 32); base += uint64_t(1) << 30)
-    accuracy<<<(1 << 30) / 256, 256>>>(worst, uint32_t(base));
-  CHECK(cudaDeviceSynchronize());
-  unsigned long long host[7];
-  CHECK(cudaMemcpy(host, worst, sizeof(host), cudaMemcpyDeviceToHost));
-  for (int v = 0; v < 7; ++v) {
-    const uint32_t e = uint32_t(host[v] >> 32), b = uint32_t(host[v]);
-    float err, x;
-    memcpy(&err, &e, 4);
-    memcpy(&x, &b, 4);
-    printf("%-28s max error %.4f ulp at x = %.9g\n", names[v], err, x);
-  }
+  if (sweep_every_float32(accuracy, names, 7)) return 1;
   void* flush;
   CHECK(cudaMalloc(&flush, size_t(512) << 20));
   for (long n : {1L << 24, 1L << 26, 1L << 28}) {
