@@ -942,16 +942,16 @@ C10_HOST_DEVICE inline math_t exp_half_square(math_t x) {
 // the functors over a Math.
 template <typename scalar_t, typename math_t>
 C10_HOST_DEVICE C10_ALWAYS_INLINE math_t normal_cdf(math_t x, math_t exp_half_square_x) {
-  const math_t z = -x * math_t(kSqrtHalf);
   if constexpr (std::is_same_v<math_t, float>) {
 #ifdef __CUDA_ARCH__
     return normal_cdf_16_bit(x);
 #else
-    return 0.5f * erfc_in_float<scalar_t>(z);
+    return 0.5f * erfc_in_float<scalar_t>(-x * float(kSqrtHalf));
 #endif
   } else if constexpr (!std::is_same_v<scalar_t, double>) {
     return normal_cdf_for_float32(x, exp_half_square_x);
   } else {
+    const double z = -x * kSqrtHalf;
     // Near 0, (1 - erf(z)) / 2, a sum that does not cancel for z in (-1, 1/2); elsewhere erfc(z) / 2 from erfc(|z|),
     // as 1 - erfc(-z) / 2 for z < 0. Each form chosen by a factor of 0 or 1 (a select of exp's result would keep the
     // CPU loop scalar), so the other adds an exact 0.
@@ -1022,13 +1022,15 @@ C10_HOST_DEVICE inline SigmoidTerms<math_t> x_sigmoid_terms(math_t x) {
     if constexpr (!std::is_same_v<scalar_t, double>) {
       const double t = exp_by_table<ExpOf::kNegated>(fabs(a.v));
       return {1 + t, a.v < 0 ? t : 1.0, a.v < 0 ? 1.0 : t};
-    }
+    } else  // the CPU's arithmetic, and float64's on both devices
 #endif
-    const double negative = a.v < 0 ? 1.0 : 0.0;
-    const double magnitude_lo = a.v < 0 ? -a.v_lo : a.v_lo;
-    const double exp_argument = a.v < 0 ? a.v : -a.v;
-    const double t = exp_of(exp_argument);  // Sleef's on the CPU, a call
-    return sigmoid_terms_from(negative, t * (1 - magnitude_lo));
+    {
+      const double negative = a.v < 0 ? 1.0 : 0.0;
+      const double magnitude_lo = a.v < 0 ? -a.v_lo : a.v_lo;
+      const double exp_argument = a.v < 0 ? a.v : -a.v;
+      const double t = exp_of(exp_argument);  // Sleef's on the CPU, a call
+      return sigmoid_terms_from(negative, t * (1 - magnitude_lo));
+    }
   }
 }
 
