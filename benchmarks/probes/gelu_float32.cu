@@ -39,8 +39,8 @@ __device__ __forceinline__ float horner_float(const float (&c)[N], float s) {
   return p;
 }
 
-// gelu(x) in float: gelu(-a) = -a Phi(-a) = -a 2^k exp(r + r_lo) t P(t) with a^2 / 2 = k ln2 - r - r_lo, and
-// gelu(a) = a + gelu(-a); each product's rounding error kept and the sum rounded once.
+// gelu(x) in float: gelu(-a) = -a Phi(-a) = -a 2^k exp(r + r_lo) t P(t) with -a^2 / 2 = k ln2 + r + r_lo, and
+// gelu(a) = a + gelu(-a); each product's rounding error kept and the sum rounded once (twice where subnormal).
 __device__ __forceinline__ float gelu_float(float x) {
   const float a = fabsf(x);
   const float h = __fmul_rn(a, a), l = __fmaf_rn(a, a, -h);  // a^2 = h + l
@@ -73,7 +73,7 @@ __device__ __forceinline__ float gelu_float(float x) {
   const float head = __fmul_rn(m, scale_k), head_lo = __fmul_rn(correction, scale_k);
   const float sum = __fadd_rn(x, -head);
   const float sum_lo = __fadd_rn(-head, -__fadd_rn(sum, -x));  // x - head = sum + sum_lo (|x| >= head)
-  const float positive = __fadd_rn(sum, -__fadd_rn(head_lo, -sum_lo));  // -0 stays -0
+  const float positive = __fadd_rn(sum, -__fadd_rn(head_lo, -sum_lo));
   const float result = x < 0.f ? negative : positive;
   return a < 0x1p-25f ? 0.5f * x : (a < 15.f ? result : x * (x > 0.f ? 1.f : 0.f));
 }
@@ -105,7 +105,7 @@ __global__ void run(const float4* in, float4* out, long n) {
   out[i] = v;
 }
 
-// Max error over every float32 (NaNs skipped), in ulps of the value; worst x kept. Infinities printed.
+// Max error over every float32 (NaNs skipped), in ulps of the value; worst x kept. Infinities and zeros printed.
 __global__ void accuracy(unsigned long long* worst, uint32_t base) {
   const uint32_t bits = base + blockIdx.x * blockDim.x + threadIdx.x;
   const float x = __uint_as_float(bits);

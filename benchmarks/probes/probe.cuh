@@ -70,6 +70,7 @@ __global__ void copy_kernel(const Bytes16* in, Bytes16* out, long n) {
 
 // A float32 ulp at a double r: of r's binade, or 2^-149 below float's normal range.
 __device__ inline double float32_ulp_of(double r) {
+  if (r == 0) return 0x1p-149;  // frexp's exponent of 0 is 0
   int e;
   frexp(fabs(r), &e);  // |r| in [2^(e-1), 2^e)
   return ldexp(1.0, max(e - 1, -126) - 23);
