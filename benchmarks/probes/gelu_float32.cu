@@ -19,12 +19,11 @@ using namespace act;
 // u is exact), fitted in relative error to erfc(a / sqrt 2) exp(a^2 / 2) / (2 t) over a in [0, 15] (1.8e-9 with
 // the coefficients as rounded; as fit_erfc.py fits Q: least squares in relative error at Chebyshev nodes of t,
 // reweighted toward the minimax, each coefficient then rounded to float in turn, the constant first, the others
-// refitted), the constant on a grid of 2^-25, so that its difference from P is exact (the center chosen so that
-// P there lies within 6e-10 of that grid).
-constexpr float kCenter = 0x1.eb0p-3f;
-__constant__ float kP[11] = {-0x1.71cf12p-7f, 0x1.d38fdep-5f, -0x1.692ddep-4f, 0x1.063406p-6f,
-                          0x1.17be62p-7f,  0x1.4e9e1cp-4f, 0x1.190126p-3f,  0x1.63f62ep-3f,
-                          0x1.727926p-3f,  0x1.4d91e2p-3f, 0x1.0b081cp-3f};
+// refitted): kPHigh's terms over u, then kPConstant, on a grid of 2^-25, so that its difference from P is exact (the
+// center chosen so that P there lies within 6e-10 of that grid).
+constexpr float kCenter = 0x1.eb0p-3f, kPConstant = 0x1.0b081cp-3f;
+__constant__ float kPHigh[10] = {-0x1.71cf12p-7f, 0x1.d38fdep-5f, -0x1.692ddep-4f, 0x1.063406p-6f, 0x1.17be62p-7f,
+                                 0x1.4e9e1cp-4f,  0x1.190126p-3f, 0x1.63f62ep-3f,  0x1.727926p-3f, 0x1.4d91e2p-3f};
 // 1 + t P'(t) / P(t) in u, to 0.01: what a relative error e of t does to t P(t) is e times it.
 __constant__ float kSensitivity[4] = {-0x1.699d54p+0f, 0x1.4854bep+1f, 0x1.5c70ccp+0f, 0x1.4da760p+0f};
 // (exp(r) - 1 - r) / r^2 for |r| <= ln2 / 2 (exp's relative error 4.4e-9).
@@ -42,13 +41,14 @@ __device__ __forceinline__ float horner_float(const float (&c)[N], float s) {
 // gelu(x) in float: gelu(-a) = -a Phi(-a) = -a 2^k exp(r + r_lo) t P(t) with -a^2 / 2 = k ln2 + r + r_lo, and
 // gelu(a) = a + gelu(-a); each product's rounding error kept and the sum rounded once (twice where subnormal).
 __device__ __forceinline__ float gelu_float(float x) {
+  using A = ExpArithmetic<float>;
   const float a = fabsf(x);
   const float h = __fmul_rn(a, a), l = __fmaf_rn(a, a, -h);  // a^2 = h + l
-  const float shifted = __fmaf_rn(h, -0.5f * 0x1.715476p+0f, 0x1.8p23f);
-  const float k = __fadd_rn(shifted, -0x1.8p23f);
-  const float r1 = __fmaf_rn(k, -0x1.62e4p-1f, __fmul_rn(-0.5f, h));  // exact: ln2's leading 16 bits
-  const float r = __fmaf_rn(k, -0x1.7f7d1cp-20f, r1);
-  const float r_lo = __fmaf_rn(l, -0.5f, __fmaf_rn(k, -0x1.7f7d1cp-20f, __fadd_rn(r1, -r)));
+  const float shifted = __fmaf_rn(h, -0.5f * A::kLog2e, A::kRound);
+  const float k = __fadd_rn(shifted, -A::kRound);
+  const float r1 = __fmaf_rn(k, -A::kLn2Hi, __fmul_rn(-0.5f, h));  // exact: ln2's leading 16 bits
+  const float r = __fmaf_rn(k, -A::kLn2Lo, r1);
+  const float r_lo = __fmaf_rn(l, -0.5f, __fmaf_rn(k, -A::kLn2Lo, __fadd_rn(r1, -r)));
   const float square_tail = __fmul_rn(__fmul_rn(r, r), horner_float(kExpTail, r));
   const float exp_r = __fadd_rn(1.f, __fadd_rn(r, square_tail));
   const float tail = __fmaf_rn(r_lo, exp_r, square_tail);  // exp(r + r_lo) = 1 + r + tail
@@ -56,18 +56,16 @@ __device__ __forceinline__ float gelu_float(float x) {
   const float t = approximate_reciprocal(d);
   const float e = __fmaf_rn(-d_lo, t, __fmaf_rn(-d, t, 1.f));  // 1 / (d + d_lo) = t (1 + e)
   const float u = __fadd_rn(t, -kCenter);
-  float high = kP[0];
-#pragma unroll
-  for (int i = 1; i < 10; ++i) high = __fmaf_rn(high, u, kP[i]);
-  const float p = __fmaf_rn(high, u, kP[10]), p_lo = __fmaf_rn(high, u, __fadd_rn(kP[10], -p));
+  const float high = horner_float(kPHigh, u);
+  const float p = __fmaf_rn(high, u, kPConstant), p_lo = __fmaf_rn(high, u, __fadd_rn(kPConstant, -p));
   const float e_s = __fmul_rn(e, horner_float(kSensitivity, u));
   const float m1 = __fmul_rn(a, t), m1_lo = __fmaf_rn(a, t, -m1);
   const float m = __fmul_rn(m1, p);
   const float m_lo = __fmaf_rn(m1, p_lo, __fmaf_rn(m1_lo, p, __fmaf_rn(m1, p, -m)));
   const float correction =
       __fmaf_rn(m, r, __fmaf_rn(m, __fmaf_rn(e_s, exp_r, tail), __fmul_rn(m_lo, exp_r)));  // -gelu(-a) 2^-k - m
-  const int k_bits = __float_as_int(shifted) - __float_as_int(0x1.8p23f);
-  const float scale = __int_as_float((k_bits + 127 + 64) << 23);  // 2^(k + 64), normal
+  const int k_bits = __float_as_int(shifted) - __float_as_int(A::kRound);
+  const float scale = __int_as_float((k_bits + A::kBias + 64) << A::kMantissaBits);  // 2^(k + 64), normal
   const float negative = -__fmul_rn(__fmaf_rn(m, scale, __fmul_rn(correction, scale)), 0x1p-64f);
   const float scale_k = __fmul_rn(scale, 0x1p-64f);
   const float head = __fmul_rn(m, scale_k), head_lo = __fmul_rn(correction, scale_k);
