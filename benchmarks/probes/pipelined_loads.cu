@@ -131,9 +131,7 @@ int main() {
       CHECK(cudaMalloc(&reference, n * 4));
       fill<float>(in, n * 4);
       const long packs = n / 4;
-      const unsigned copy_blocks = unsigned((packs + 255) / 256);
-      const float copy =
-          cold_median_ms([&] { copy_kernel<<<copy_blocks, 256>>>((Bytes16*)in, (Bytes16*)out, packs); }, flush);
+      const float copy = copy_ms(in, out, packs, flush);
       printf("round %d, 2^%d floats: copy %.4f ms\n", round, __builtin_ctzl(n), copy);
       if (measure<GeluForm>(in, out, reference, packs, copy, flush, round, count) ||
           measure<GeluTanhForm>(in, out, reference, packs, copy, flush, round, count) ||

@@ -68,6 +68,14 @@ __global__ void copy_kernel(const Bytes16* in, Bytes16* out, long n) {
   if (i < n) out[i] = in[i];
 }
 
+// The time of a device copy of `packs` 16-byte packs from `in` to `out` (cold_median_ms): the probes' roofline.
+inline float copy_ms(const void* in, void* out, long packs, void* flush) {
+  const unsigned blocks = unsigned((packs + 255) / 256);
+  const auto* from = static_cast<const Bytes16*>(in);
+  auto* to = static_cast<Bytes16*>(out);
+  return cold_median_ms([&] { copy_kernel<<<blocks, 256>>>(from, to, packs); }, flush);
+}
+
 // A float32 ulp at a double r: of r's binade, or 2^-149 below float's normal range.
 __device__ inline double float32_ulp_of(double r) {
   if (r == 0) return 0x1p-149;  // frexp's exponent of 0 is 0

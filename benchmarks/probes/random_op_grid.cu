@@ -61,9 +61,7 @@ int main() {
     CHECK(cudaMalloc(&in, bytes));
     CHECK(cudaMalloc(&out, bytes));
     const long n = bytes / 16;
-    const float copy = cold_median_ms(
-        [&] { copy_kernel<<<(n + 255) / 256, 256>>>(static_cast<const Bytes16*>(in), static_cast<Bytes16*>(out), n); },
-        flush);
+    const float copy = copy_ms(in, out, n, flush);
     fill<__nv_bfloat16>(in, bytes);
     report<c10::BFloat16>("bf16", in, out, bytes, copy, wave, flush);
     fill<float>(in, bytes);
