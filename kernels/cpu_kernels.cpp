@@ -211,13 +211,21 @@ void arithmetic_row(Op op, RowOutputs<scalar_t, Op> out, std::array<const scalar
   });
 }
 
+// Whether an op's value costs more than a gather: an activation's Math says (`tabulated`); SELU's functors do.
+template <typename Op, typename = void>
+struct CostsMoreThanGather : std::true_type {};
+template <typename Op>
+struct CostsMoreThanGather<Op, std::void_t<typename Op::Math>> : std::bool_constant<Op::Math::tabulated> {};
+
 // A deterministic one-input op on a 16-bit type that computes in float: 65536 inputs, so its contiguous rows look
 // their results up in a table that the op's own loop fills once (its bits, in a gather and a store; one AVX-512 core:
-// 0.3 ns an element, where SiLU's float arithmetic takes 0.6-1.0 and GELU's 1.3-1.6). Rows of other steps compute.
+// 0.3 ns an element, where SiLU's float arithmetic takes 0.6-1.0 and GELU's 1.3-1.6). Rows of other steps compute,
+// and so do ops cheaper than a gather (squared ReLU), which a Zen 4 core's slower gathers would hold behind torch.
 template <typename scalar_t, typename Op, typename Stride>
 constexpr bool kLooksUp = sizeof(scalar_t) == 2 && Op::arity == 1 && OutputsOf<Op>::value == 1 &&
                           !IsRandom<Op>::value && std::is_same_v<typename Op::Args, NoArgs> &&
-                          !std::is_same_v<typename Op::acc_t, scalar_t> && std::is_same_v<Stride, UnitStride>;
+                          !std::is_same_v<typename Op::acc_t, scalar_t> && std::is_same_v<Stride, UnitStride> &&
+                          CostsMoreThanGather<Op>::value;
 
 // Keeps subnormal inputs and results while a table is filled: its entries are the op's results whatever
 // flush-to-zero mode (torch.set_flush_denormal: x86's MXCSR, AArch64's FPCR) the thread that first needs it is in.
