@@ -135,7 +135,8 @@ C10_ALWAYS_INLINE void half_row(Level level, Op op, RowOutputs<c10::Half, Op> ou
 // (AVX-512), and each call takes the copy that cpu_vector_level() picks and cpu_loop_name() reports: a
 // wheel must run on any x86-64 CPU, and each level doubles the lanes of every vectorized step. The choice
 // follows ATen's CPU capability, so ATEN_CPU_CAPABILITY=avx2 runs the x86-64-v3 copy and =default the
-// baseline (the tests check each). f(level) is compiled for each level (f inlines into each copy).
+// baseline (the tests check each). f(level) is compiled for each level (f inlines into each copy); kWidest
+// caps the level an op's loop takes.
 #if defined(__GNUC__) && defined(__x86_64__)
 #define ACT_HAS_X86_64_LEVELS 1
 template <typename F>
@@ -149,10 +150,10 @@ __attribute__((target("arch=x86-64-v4"), noinline)) void on_x86_64_v4(const F& f
 }
 #endif
 
-template <typename F>
+template <int kWidest = 2, typename F>
 void at_cpu_level(const F& f) {
 #ifdef ACT_HAS_X86_64_LEVELS
-  switch (cpu_vector_level()) {
+  switch (std::min(cpu_vector_level(), kWidest)) {
     case 2: return on_x86_64_v4(f);
     case 1: return on_x86_64_v3(f);
     default: break;
@@ -191,11 +192,22 @@ C10_ALWAYS_INLINE void prefetched_row(Op op, RowOutputs<scalar_t, Op> out, std::
   step(start, n - start);
 }
 
+// ReLU's float32 and float64 functors, a compare and a select per element: their rows run the x86-64-v3 copy even
+// where AVX-512 is, as ATen's clamp_min and threshold_backward do. On a Zen 4 core a 512-bit loop of them over data
+// beyond L2 took 1.02-1.2x the time of a 256-bit one (benchmarks/probes/select_width_cpu.cpp). The 16-bit ones
+// compare bits, which AVX2 does in more steps.
+template <typename Op>
+struct SelectsOnly : std::false_type {};
+template <typename T>
+struct SelectsOnly<ReluForward<T>> : std::bool_constant<sizeof(T) >= 4> {};
+template <typename T>
+struct SelectsOnly<ReluBackward<T>> : std::bool_constant<sizeof(T) >= 4> {};
+
 template <typename scalar_t, typename Op, typename Stride, typename Words, size_t... I>
 void arithmetic_row(Op op, RowOutputs<scalar_t, Op> out, std::array<const scalar_t*, sizeof...(I)> in,
                     std::array<Stride, OutputsOf<Op>::value + sizeof...(I)> step, Words words, int64_t n,
                     std::index_sequence<I...> seq) {
-  at_cpu_level([&](auto level) __attribute__((always_inline)) {
+  at_cpu_level<SelectsOnly<Op>::value ? 1 : 2>([&](auto level) __attribute__((always_inline)) {
 #ifdef ACT_HAS_X86_64_LEVELS
     if constexpr (decltype(level)::value >= 1 && kStagesHalf<scalar_t, Op, Stride>) {
       return half_row(level, op, out, in, words, n, seq);
