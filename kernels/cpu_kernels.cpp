@@ -61,8 +61,10 @@ C10_ALWAYS_INLINE void cpu_row(Op op, RowOutputs<scalar_t, Op> out, std::array<c
 // in the x86-64-v3 and -v4 copies), which kept every float16 row scalar. In those copies a row goes in
 // blocks: its halves to float with F16C (exact), the op's float loop over the block, the results back to
 // half with F16C's round to nearest even (c10::Half's rounding). Ops that compute in the storage type
-// (ReLU: no round trip through float that would change a NaN's bits) keep their own loop.
-constexpr int64_t kHalfBlock = 512;
+// (ReLU: no round trip through float that would change a NaN's bits) keep their own loop. Blocks of 128: on a
+// Zen 4 core, blocks of 512 took up to twice as long on data beyond L2 (float16 selu_backward at 2^22 0.56-0.72x
+// torch -> 0.85-0.87x; docs/performance.md, CPU).
+constexpr int64_t kHalfBlock = 128;
 
 #if defined(__GNUC__) && defined(__x86_64__)
 // F16C's conversions at each copy's width: 8 lanes in the x86-64-v3 copy, 16 in the -v4 one (with 8, a binary
