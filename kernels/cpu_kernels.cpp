@@ -194,10 +194,10 @@ C10_ALWAYS_INLINE void prefetched_row(Op op, RowOutputs<scalar_t, Op> out, std::
   step(start, n - start);
 }
 
-// ReLU's float32 and float64 functors, a compare and a select per element: their rows run the x86-64-v3 copy even
-// where AVX-512 is, as ATen's clamp_min and threshold_backward do. On a Zen 4 core a 512-bit loop of them over data
-// beyond L2 took 1.02-1.2x the time of a 256-bit one (benchmarks/probes/select_width_cpu.cpp). The 16-bit ones
-// compare bits, which AVX2 does in more steps.
+// ReLU's float32 and float64 functors, a compare and a select per element: their rows out of place run the
+// x86-64-v3 copy even where AVX-512 is, as ATen's clamp_min and threshold_backward do. On a Zen 4 core a 512-bit
+// loop of them over data beyond L2 took 1.02-1.2x the time of a 256-bit one (benchmarks/probes/select_width_cpu.cpp);
+// in place, the op read 3% slower with 256 bits. The 16-bit ones compare bits, which AVX2 does in more steps.
 template <typename Op>
 struct SelectsOnly : std::false_type {};
 template <typename T>
@@ -209,7 +209,7 @@ template <typename scalar_t, typename Op, typename Stride, typename Words, size_
 void arithmetic_row(Op op, RowOutputs<scalar_t, Op> out, std::array<const scalar_t*, sizeof...(I)> in,
                     std::array<Stride, OutputsOf<Op>::value + sizeof...(I)> step, Words words, int64_t n,
                     std::index_sequence<I...> seq) {
-  at_cpu_level<SelectsOnly<Op>::value ? 1 : 2>([&](auto level) __attribute__((always_inline)) {
+  const auto row = [&](auto level) __attribute__((always_inline)) {
 #ifdef ACT_HAS_X86_64_LEVELS
     if constexpr (decltype(level)::value >= 1 && kStagesHalf<scalar_t, Op, Stride>) {
       return half_row(level, op, out, in, words, n, seq);
@@ -222,7 +222,11 @@ void arithmetic_row(Op op, RowOutputs<scalar_t, Op> out, std::array<const scalar
       }
     }
     cpu_row(op, out, in, step, words, n, seq);
-  });
+  };
+  if constexpr (SelectsOnly<Op>::value) {
+    if (static_cast<const void*>(out[0]) != static_cast<const void*>(in[0])) return at_cpu_level<1>(row);
+  }
+  at_cpu_level(row);
 }
 
 // Whether an op's value costs more than a gather: an activation's Math says (`tabulated`); SELU's functors do.

@@ -159,7 +159,8 @@ PyMethodDef methods[] = {
      "backward op names))."},
     {"cpu_loop", cpu_loop, METH_NOARGS,
      "Which compiled copy of the CPU loop runs here: 'x86-64-v4', 'x86-64-v3' (ATEN_CPU_CAPABILITY=avx2) or "
-     "'baseline' (ATEN_CPU_CAPABILITY=default); ReLU's float32 and float64 rows take at most x86-64-v3."},
+     "'baseline' (ATEN_CPU_CAPABILITY=default); ReLU's float32 and float64 rows out of place take at most "
+     "x86-64-v3."},
     {"launch_plans", launch_plans, METH_VARARGS, "The CUDA launches of a view, as the launcher plans them (tests)."},
     {nullptr, nullptr, 0, nullptr},
 };
