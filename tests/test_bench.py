@@ -1,12 +1,14 @@
 """The benchmark report, run small on the CPU: its rows, byte counts, layouts, JSON round trip and plot."""
 
 import json
+from collections import Counter
 
 import bench
 import pytest
 import torch
 
 from activations_ext import catalog
+from activations_ext.timing import interleaved_median_seconds
 
 
 def test_operands_are_random_in_the_asked_layout():
@@ -48,6 +50,16 @@ def test_each_repeat_runs_on_operands_at_new_addresses(monkeypatch):
     assert len(made) == 3 and row.spread is not None
     addresses = {t.data_ptr() for tensors in made for t in tensors}
     assert len(addresses) == 6, "the operands of every repeat stay alive, each at an address of its own"
+
+
+def test_interleaved_rounds_put_each_function_after_each_other_alike():
+    calls: list[str] = []
+    fns = {name: (lambda name=name: calls.append(name)) for name in "abc"}
+    interleaved_median_seconds(fns, torch.device("cpu"), rounds=6, warmup=0)
+    rounds = [calls[i : i + 3] for i in range(0, len(calls), 3)]
+    assert len(rounds) == 6 and all(sorted(r) == ["a", "b", "c"] for r in rounds)
+    followed = Counter((r[i], r[i + 1]) for r in rounds for i in range(2))
+    assert followed == {(x, y): 2 for x in "abc" for y in "abc" if x != y}, "each function follows each other twice"
 
 
 def test_summary_takes_the_geometric_mean_and_the_lowest_row():
