@@ -39,12 +39,15 @@ using RowOutputs = std::array<scalar_t*, OutputsOf<Op>::value>;
 
 // out_o[i * s_o] = op(in_k[i * s_k]...)[o] for i < n; a random op's element i takes words[i] first. Pointers
 // may alias (in-place ops): with unit steps the compiler checks for overlap at run time and vectorizes.
+// Two vectors an iteration, as ATen's vectorized loop takes them: with one, float32 ReLU's select loop took up to
+// 1.4x as long on two Zen 4 threads with its data in L2 (benchmarks/probes/select_unroll_cpu.cpp).
 template <typename scalar_t, typename Op, typename Stride, typename Words, size_t... I>
 C10_ALWAYS_INLINE void cpu_row(Op op, RowOutputs<scalar_t, Op> out, std::array<const scalar_t*, sizeof...(I)> in,
                                std::array<Stride, OutputsOf<Op>::value + sizeof...(I)> step, Words words, int64_t n,
                                std::index_sequence<I...>) {
   using acc_t = typename Op::acc_t;
   constexpr int O = OutputsOf<Op>::value;
+#pragma GCC unroll 2
   for (int64_t i = 0; i < n; ++i) {
     const auto result = [&]() __attribute__((always_inline)) {  // inlined, or the loop is neither wide nor this copy's
       if constexpr (std::is_same_v<Words, NoWords>) {
@@ -194,16 +197,21 @@ C10_ALWAYS_INLINE void prefetched_row(Op op, RowOutputs<scalar_t, Op> out, std::
   step(start, n - start);
 }
 
-// ReLU's float32 and float64 functors, a compare and a select per element: their rows out of place run the
-// x86-64-v3 copy even where AVX-512 is, as ATen's clamp_min and threshold_backward do. On a Zen 4 core a 512-bit
-// loop of them over data beyond L2 took 1.02-1.2x the time of a 256-bit one (benchmarks/probes/select_width_cpu.cpp);
-// in place, the op read 3% slower with 256 bits. The 16-bit ones compare bits, which AVX2 does in more steps.
+// The float32 and float64 functors of a compare, a select and at most a multiply per element (ReLU's, and SELU's
+// gradient from the result), whose loops are bound by memory. Their rows out of place run the x86-64-v3 copy even where
+// AVX-512 is, as ATen's clamp_min and threshold_backward do: on a Zen 4 core a 512-bit select loop over data beyond L2
+// took 1.02-1.2x the time of a 256-bit one (benchmarks/probes/select_width_cpu.cpp); in place, ReLU read 3% slower with
+// 256 bits. Their rows skip the prefetches, which the hardware's prefetchers make redundant for them: on Zen 4 they
+// made relu_ on 2^22 float64 elements 0.70-0.87x torch's (0.99-1.07x without). The 16-bit functors compare bits,
+// which AVX2 does in more steps.
 template <typename Op>
-struct SelectsOnly : std::false_type {};
+struct MemoryBound : std::false_type {};
 template <typename T>
-struct SelectsOnly<ReluForward<T>> : std::bool_constant<sizeof(T) >= 4> {};
+struct MemoryBound<ReluForward<T>> : std::bool_constant<sizeof(T) >= 4> {};
 template <typename T>
-struct SelectsOnly<ReluBackward<T>> : std::bool_constant<sizeof(T) >= 4> {};
+struct MemoryBound<ReluBackward<T>> : std::bool_constant<sizeof(T) >= 4> {};
+template <typename T>
+struct MemoryBound<SeluBackward<T>> : std::bool_constant<sizeof(T) >= 4> {};
 
 template <typename scalar_t, typename Op, typename Stride, typename Words, size_t... I>
 void arithmetic_row(Op op, RowOutputs<scalar_t, Op> out, std::array<const scalar_t*, sizeof...(I)> in,
@@ -215,7 +223,7 @@ void arithmetic_row(Op op, RowOutputs<scalar_t, Op> out, std::array<const scalar
       return half_row(level, op, out, in, words, n, seq);
     }
 #endif
-    if constexpr (std::is_same_v<Stride, UnitStride>) {
+    if constexpr (std::is_same_v<Stride, UnitStride> && !MemoryBound<Op>::value) {
       constexpr int64_t kOperands = OutputsOf<Op>::value + sizeof...(I);
       if (n * int64_t(sizeof(scalar_t)) * kOperands > kPrefetchedBytes) {
         return prefetched_row<scalar_t>(op, out, in, words, n, seq);
@@ -223,7 +231,7 @@ void arithmetic_row(Op op, RowOutputs<scalar_t, Op> out, std::array<const scalar
     }
     cpu_row(op, out, in, step, words, n, seq);
   };
-  if constexpr (SelectsOnly<Op>::value) {
+  if constexpr (MemoryBound<Op>::value) {
     if (static_cast<const void*>(out[0]) != static_cast<const void*>(in[0])) return at_cpu_level<1>(row);
   }
   at_cpu_level(row);
