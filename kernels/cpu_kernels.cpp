@@ -37,19 +37,36 @@ struct NoWords {};
 template <typename scalar_t, typename Op>
 using RowOutputs = std::array<scalar_t*, OutputsOf<Op>::value>;
 
+// The float32 and float64 functors of a compare, a select and at most a multiply per element (ReLU's, and SELU's
+// gradient from the result), whose loops are bound by memory. Their loops take two vectors an iteration, as ATen's
+// vectorized loop does: with one, float32 ReLU's took up to 1.4x as long on two Zen 4 threads with its data in L2
+// (benchmarks/probes/select_unroll_cpu.cpp; the staged float16 blocks, unrolled too, read 0.67-0.73x torch's
+// selu_backward at 2^22 against 0.86-0.93x). Their rows out of place run the x86-64-v3 copy even where
+// AVX-512 is, as ATen's clamp_min and threshold_backward do: on a Zen 4 core a 512-bit select loop over data beyond L2
+// took 1.02-1.2x the time of a 256-bit one (benchmarks/probes/select_width_cpu.cpp); in place, ReLU read 3% slower with
+// 256 bits. Their rows skip the prefetches, which the hardware's prefetchers make redundant for them: on Zen 4 they
+// made relu_ on 2^22 float64 elements 0.70-0.87x torch's (0.99-1.07x without). The 16-bit functors compare bits,
+// which AVX2 does in more steps.
+template <typename Op>
+struct MemoryBound : std::false_type {};
+template <typename T>
+struct MemoryBound<ReluForward<T>> : std::bool_constant<sizeof(T) >= 4> {};
+template <typename T>
+struct MemoryBound<ReluBackward<T>> : std::bool_constant<sizeof(T) >= 4> {};
+template <typename T>
+struct MemoryBound<SeluBackward<T>> : std::bool_constant<sizeof(T) >= 4> {};
+
 // out_o[i * s_o] = op(in_k[i * s_k]...)[o] for i < n; a random op's element i takes words[i] first. Pointers
 // may alias (in-place ops): with unit steps the compiler checks for overlap at run time and vectorizes.
-// Two vectors an iteration, as ATen's vectorized loop takes them: with one, float32 ReLU's select loop took up to
-// 1.4x as long on two Zen 4 threads with its data in L2 (benchmarks/probes/select_unroll_cpu.cpp).
 template <typename scalar_t, typename Op, typename Stride, typename Words, size_t... I>
 C10_ALWAYS_INLINE void cpu_row(Op op, RowOutputs<scalar_t, Op> out, std::array<const scalar_t*, sizeof...(I)> in,
                                std::array<Stride, OutputsOf<Op>::value + sizeof...(I)> step, Words words, int64_t n,
                                std::index_sequence<I...>) {
   using acc_t = typename Op::acc_t;
   constexpr int O = OutputsOf<Op>::value;
-#pragma GCC unroll 2
-  for (int64_t i = 0; i < n; ++i) {
-    const auto result = [&]() __attribute__((always_inline)) {  // inlined, or the loop is neither wide nor this copy's
+  // Inlined, or the loop is neither wide nor this copy's.
+  const auto element = [&](int64_t i) __attribute__((always_inline)) {
+    const auto result = [&]() __attribute__((always_inline)) {
       if constexpr (std::is_same_v<Words, NoWords>) {
         return op(static_cast<acc_t>(in[I][i * step[O + I]])...);
       } else {
@@ -57,6 +74,12 @@ C10_ALWAYS_INLINE void cpu_row(Op op, RowOutputs<scalar_t, Op> out, std::array<c
       }
     }();
     for (int o = 0; o < O; ++o) out[o][i * step[o]] = result_at<scalar_t, O>(result, o);
+  };
+  if constexpr (MemoryBound<Op>::value) {
+#pragma GCC unroll 2
+    for (int64_t i = 0; i < n; ++i) element(i);
+  } else {
+    for (int64_t i = 0; i < n; ++i) element(i);
   }
 }
 
@@ -196,22 +219,6 @@ C10_ALWAYS_INLINE void prefetched_row(Op op, RowOutputs<scalar_t, Op> out, std::
   }
   step(start, n - start);
 }
-
-// The float32 and float64 functors of a compare, a select and at most a multiply per element (ReLU's, and SELU's
-// gradient from the result), whose loops are bound by memory. Their rows out of place run the x86-64-v3 copy even where
-// AVX-512 is, as ATen's clamp_min and threshold_backward do: on a Zen 4 core a 512-bit select loop over data beyond L2
-// took 1.02-1.2x the time of a 256-bit one (benchmarks/probes/select_width_cpu.cpp); in place, ReLU read 3% slower with
-// 256 bits. Their rows skip the prefetches, which the hardware's prefetchers make redundant for them: on Zen 4 they
-// made relu_ on 2^22 float64 elements 0.70-0.87x torch's (0.99-1.07x without). The 16-bit functors compare bits,
-// which AVX2 does in more steps.
-template <typename Op>
-struct MemoryBound : std::false_type {};
-template <typename T>
-struct MemoryBound<ReluForward<T>> : std::bool_constant<sizeof(T) >= 4> {};
-template <typename T>
-struct MemoryBound<ReluBackward<T>> : std::bool_constant<sizeof(T) >= 4> {};
-template <typename T>
-struct MemoryBound<SeluBackward<T>> : std::bool_constant<sizeof(T) >= 4> {};
 
 template <typename scalar_t, typename Op, typename Stride, typename Words, size_t... I>
 void arithmetic_row(Op op, RowOutputs<scalar_t, Op> out, std::array<const scalar_t*, sizeof...(I)> in,
