@@ -42,9 +42,9 @@ using RowOutputs = std::array<scalar_t*, OutputsOf<Op>::value>;
 // vectorized loop does: with one, float32 ReLU's took up to 1.4x as long on two Zen 4 threads with its data in L2
 // (benchmarks/probes/select_unroll_cpu.cpp; the staged float16 blocks, unrolled too, read 0.67-0.73x torch's
 // selu_backward at 2^22 against 0.86-0.93x). Their rows out of place run the x86-64-v3 copy even where
-// AVX-512 is, as ATen's clamp_min and threshold_backward do: on a Zen 4 core a 512-bit select loop over data beyond L2
-// took 1.02-1.2x the time of a 256-bit one (benchmarks/probes/select_width_cpu.cpp); in place, ReLU read 3% slower with
-// 256 bits. Their rows skip the prefetches, which the hardware's prefetchers make redundant for them: on Zen 4 they
+// AVX-512 is, as ATen's clamp_min and threshold_backward do: on a Zen 4 core the 256-bit loop of two vectors an
+// iteration was ahead of the 512-bit one or level with it at every size (the probe above); in place, ReLU read 3%
+// slower with 256 bits. Their rows skip the prefetches, which the hardware's prefetchers make redundant for them: on Zen 4 they
 // made relu_ on 2^22 float64 elements 0.70-0.87x torch's (0.99-1.07x without). The 16-bit functors compare bits,
 // which AVX2 does in more steps.
 template <typename Op>
