@@ -1,11 +1,13 @@
 // Autograd for every `act` op, in C++ at the Autograd key, built the way ATen's generated
-// VariableType kernels are: a graph node per call, saved tensors, history set on the outputs.
+// VariableType kernels are: a graph node per call, saved tensors, history set on the outputs; and, as ATen's
+// ADInplaceOrView kernels, the version counters of the tensors the in-place and out= forms write.
 // A Python-registered formula costs about 3x the per-call host time (see README, "Design"),
 // and even torch::autograd::Function's generic bookkeeping costs ~30% more than this.
 #include <ATen/TensorOperators.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/ops/threshold_backward.h>
 #include <ATen/ops/zeros_like.h>
 #include <torch/csrc/autograd/VariableTypeUtils.h>
 #include <torch/csrc/autograd/function.h>
@@ -53,9 +55,6 @@ bool records_graph(std::initializer_list<at::Tensor> tensors) {
   }
   return false;
 }
-
-// Mutation must be visible to autograd's saved-tensor checks, as ATen's in-place ops make it.
-void mark_mutated(const at::Tensor& t) { torch::autograd::impl::bump_version(t); }
 
 // Forward-mode AD, as ATen's generated kernels do it: torch.func's jvp, jacfwd and hessian run on the one
 // forward-AD level, 0. A formula takes the primals (the tensors without their tangents), so that it is not
@@ -135,16 +134,18 @@ at::Tensor backward_grad_of_saved(QuickGelu, const at::Tensor& gg, const at::Ten
   });
 }
 
-// squared_relu_backward, 2 relu(x) grad, differentiated in x: 2 grad where x > 0 or NaN (threshold_backward's mask, as
-// torch differentiates relu(x)^2), else 0 whatever gg and grad are (a select, not a product with the mask).
+// squared_relu_backward, 2 relu(x) grad, differentiated in x: 2 grad where x > 0 or NaN, else 0 whatever gg and grad
+// are (a select, not a product with the mask): ATen's threshold_backward, as torch differentiates relu(x)^2, so that
+// the next derivative in x is its zero too.
 at::Tensor backward_grad_of_saved(SquaredRelu, const at::Tensor& gg, const at::Tensor& grad, const at::Tensor& x,
                                   bool) {
-  return (gg * grad * 2).masked_fill(x <= 0, 0);
+  return at::threshold_backward(gg * grad * 2, x, 0);
 }
 
-// relu_backward is piecewise constant in its saved tensor.
-at::Tensor backward_grad_of_saved(Relu, const at::Tensor&, const at::Tensor&, const at::Tensor&, bool) {
-  return at::Tensor();
+// relu_backward is piecewise constant in its saved tensor: a zero, as torch's threshold_backward gives its `self`
+// (an undefined gradient would tell autograd that x was not used).
+at::Tensor backward_grad_of_saved(Relu, const at::Tensor&, const at::Tensor& grad, const at::Tensor&, bool) {
+  return at::zeros_like(grad);
 }
 
 // Gradient of the forward ops: from the input where Op::saves_input (the out-of-place form), else from the
@@ -227,10 +228,9 @@ at::Tensor& inplace_autograd(at::Tensor& x) {
   at::Tensor original;
   if (Op::gradient_needs_input && (node || x_tangent.defined())) original = x.clone();
   {
-    at::AutoDispatchBelowADInplaceOrView guard;
+    at::AutoDispatchBelowAutograd guard;  // through the ADInplaceOrView kernel, which bumps x's version
     inplace_op<Op>().call(x);
   }
-  mark_mutated(x);
   if (node) {
     torch::autograd::rebase_history(x, NodePtr(node));
     node->saved = Op::gradient_needs_input ? SavedVariable(original, /*is_output=*/false)
@@ -260,10 +260,9 @@ at::Tensor& out_autograd(const at::Tensor& x, at::Tensor& out) {
   const std::string name = std::string("act::") + Op::name;
   refuse_out_autograd(name, name + "(x)", {x, out});
   {
-    at::AutoDispatchBelowADInplaceOrView guard;
+    at::AutoDispatchBelowAutograd guard;
     out_op<Op>().call(x, out);
   }
-  mark_mutated(out);
   return out;
 }
 
@@ -637,10 +636,9 @@ at::Tensor& gated_merged_out_autograd(const at::Tensor& x, at::Tensor& out) {
   const std::string name = "act::" + schema_name(Op::gated.merged);
   refuse_out_autograd(name, name + "(x)", {x, out});
   {
-    at::AutoDispatchBelowADInplaceOrView guard;
+    at::AutoDispatchBelowAutograd guard;
     gated_merged_out_op<Op>().call(x, out);
   }
-  mark_mutated(out);
   return out;
 }
 
@@ -649,10 +647,9 @@ at::Tensor& gated_pair_out_autograd(const at::Tensor& gate, const at::Tensor& up
   const std::string name = "act::" + schema_name(Op::gated.pair);
   refuse_out_autograd(name, name + "(gate, up)", {gate, up, out});
   {
-    at::AutoDispatchBelowADInplaceOrView guard;
+    at::AutoDispatchBelowAutograd guard;
     gated_pair_out_op<Op>().call(gate, up, out);
   }
-  mark_mutated(out);
   return out;
 }
 
@@ -662,7 +659,54 @@ void register_gated_autograd(torch::Library& m) {
                  &gated_pair_autograd<Op>, &gated_pair_out_autograd<Op>, &gated_pair_backward_autograd<Op>);
 }
 
+// The version counter, as ATen's ADInplaceOrView kernels keep it: every in-place and out= call bumps its output's
+// version below autograd, so that a write under torch.inference_mode (which skips the Autograd key) still makes
+// autograd refuse what it saved of that tensor, and a write to an inference tensor outside that mode is refused.
+template <typename Call>
+at::Tensor& bumping_version(at::Tensor& written, Call call) {
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    call();
+  }
+  torch::autograd::increment_version(written);
+  return written;
+}
+
+template <class Op>
+at::Tensor& inplace_versioned(at::Tensor& x) {
+  return bumping_version(x, [&] { inplace_op<Op>().call(x); });
+}
+
+template <class Op>
+at::Tensor& out_versioned(const at::Tensor& x, at::Tensor& out) {
+  return bumping_version(out, [&] { out_op<Op>().call(x, out); });
+}
+
+template <class Op>
+at::Tensor& gated_merged_out_versioned(const at::Tensor& x, at::Tensor& out) {
+  return bumping_version(out, [&] { gated_merged_out_op<Op>().call(x, out); });
+}
+
+template <class Op>
+at::Tensor& gated_pair_out_versioned(const at::Tensor& gate, const at::Tensor& up, at::Tensor& out) {
+  return bumping_version(out, [&] { gated_pair_out_op<Op>().call(gate, up, out); });
+}
+
 }  // namespace
+
+// Only the ops that write their arguments: the others fall through this key.
+TORCH_LIBRARY_IMPL(act, ADInplaceOrView, m) {
+#define ACT_REGISTER_VERSIONED(Op)                                          \
+  m.impl(schema_name(Op::schemas.inplace).c_str(), &inplace_versioned<Op>); \
+  m.impl(schema_name(Op::schemas.out).c_str(), &out_versioned<Op>);
+  ACT_ACTIVATIONS(ACT_REGISTER_VERSIONED)
+#undef ACT_REGISTER_VERSIONED
+#define ACT_REGISTER_GATED_VERSIONED(Op)                                                \
+  m.impl(schema_name(Op::gated.merged_out).c_str(), &gated_merged_out_versioned<Op>); \
+  m.impl(schema_name(Op::gated.pair_out).c_str(), &gated_pair_out_versioned<Op>);
+  ACT_GATED(ACT_REGISTER_GATED_VERSIONED)
+#undef ACT_REGISTER_GATED_VERSIONED
+}
 
 TORCH_LIBRARY_IMPL(act, Autograd, m) {
 #define ACT_REGISTER_AUTOGRAD(Op) register_autograd<Op>(m);
