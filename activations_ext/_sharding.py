@@ -1,9 +1,10 @@
 """DTensor sharding rules for the ``act`` ops, so they run under tensor parallelism and FSDP2.
 
 Every op is elementwise: a ``Shard(d)`` or ``Replicate`` input keeps its placement and each rank runs the
-kernel on its local shard, with no communication. No rule accepts ``Partial``: the activations are not
-linear, so DTensor reduces a partial input (to ``Replicate``) before the op; an in-place op cannot change
-its input's placement, so it refuses one; nor can ``out=``, whose placement the input is moved to. Ops
+kernel on its local shard, with no communication, also where a dimension has fewer elements than shards (the last
+ranks' shards empty), as under DTensor's rules for torch's pointwise ops. No rule accepts ``Partial``: the
+activations are not linear, so DTensor reduces a partial input (to ``Replicate``) before the op; an in-place op
+cannot change its input's placement, so it refuses one; nor can ``out=``, whose placement the input is moved to. Ops
 with several tensors take them on one placement, and DTensor redistributes operands that differ.
 
 The gated ops: the two-tensor forms are elementwise in (gate, up) and take every placement as above. The merged
@@ -17,13 +18,14 @@ generator, so shards of one tensor could repeat each other's masks and replicas 
 mode it is ``selu`` and follows selu's rule.
 """
 
-import dataclasses
+import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
 from torch.distributed.tensor import DTensor, Replicate, Shard
-from torch.distributed.tensor.experimental import register_sharding
+from torch.distributed.tensor._op_schema import OpSchema, OpStrategy, RuntimeSchemaInfo, StrategyType, TupleStrategy
+from torch.distributed.tensor._ops.utils import expand_to_full_mesh_op_strategy
 
 from activations_ext.catalog import ACTIVATIONS, GATED
 
@@ -63,15 +65,48 @@ def _out_rules(op: torch._ops.OpOverload, last_dim_sharded: bool = True) -> Call
     return rules
 
 
-def _key_cache_on_out(op: torch._ops.OpOverload) -> None:
-    """Makes DTensor's sharding cache tell ``out`` specs apart, as it does for ATen's own ``out=`` ops.
+# Inputs sharded along a dimension with fewer elements than shards keep their placement where the rules take it, as
+# DTensor's rules for torch's pointwise ops keep it (torch 2.14 and later have the option). register_sharding's
+# expansion has no such option: it moved those inputs to Replicate, and in-place and out= forms refused them.
+_KEEP_UNEVEN_SHARDS = (
+    {"allow_uneven_sharding": True}
+    if "allow_uneven_sharding" in inspect.signature(expand_to_full_mesh_op_strategy).parameters
+    else {}
+)
 
-    ``register_sharding`` keys the cache on positional operands only, so a call whose ``out`` has another
-    placement or mesh than an earlier call's would reuse that call's plan.
-    """
-    propagator = DTensor._op_dispatcher.sharding_propagator
-    info = propagator.op_to_schema_info[op]
-    propagator.op_to_schema_info[op] = dataclasses.replace(info, static_kwargkey=[*(info.static_kwargkey or []), "out"])
+
+def _spec(strategy: object) -> object:
+    """What a rule takes in place of a tensor: its placement spec (a tuple of them for a list of tensors)."""
+    if isinstance(strategy, OpStrategy):
+        return strategy.strategies[0].output_spec
+    if isinstance(strategy, TupleStrategy):
+        return tuple(_spec(child) for child in strategy.children)
+    return strategy
+
+
+def _register(op: torch._ops.OpOverload, rules: Callable[..., list]) -> None:
+    """Registers ``op``'s rules, in ``register_sharding``'s convention (the (output placements, input placements)
+    it takes on one mesh dimension), expanded over every dimension of the mesh. DTensor's cache tells calls apart by
+    ``out`` too, as it does for ATen's own ``out=`` ops."""
+
+    def strategy(op_schema: OpSchema) -> StrategyType:
+        acceptable = rules(
+            *(_spec(arg) for arg in op_schema.args_schema),
+            **{name: _spec(arg) for name, arg in op_schema.kwargs_schema.items()},
+        )
+        return expand_to_full_mesh_op_strategy(
+            op_schema.get_mesh_from_args(),
+            op_schema,
+            [outputs + inputs for outputs, inputs in acceptable],
+            input_index=len(op_schema.op._schema.returns),
+            inplace_op=op_schema.is_inplace_op(),
+            **_KEEP_UNEVEN_SHARDS,
+        )
+
+    static_kwargkey = ["out"] if any(argument.is_out for argument in op._schema.arguments) else None
+    DTensor._op_dispatcher.sharding_propagator.register_op_strategy(
+        op, strategy, RuntimeSchemaInfo(static_kwargkey=static_kwargkey, needs_pytree=True)
+    )
 
 
 def _refuse_random(op: str) -> Callable[..., list]:
@@ -93,25 +128,18 @@ def register() -> None:
     for activation in ACTIVATIONS.values():
         ops = activation.ops
         for op in (ops.forward, ops.inplace):
-            register_sharding(op)(lambda x: _same_placement_everywhere(x.ndim, 1))
-        register_sharding(ops.out)(_out_rules(ops.out))
-        _key_cache_on_out(ops.out)
-        register_sharding(ops.backward)(
-            lambda grad_output, saved, is_result=True: _same_placement_everywhere(saved.ndim, 2)
-        )
+            _register(op, lambda x: _same_placement_everywhere(x.ndim, 1))
+        _register(ops.out, _out_rules(ops.out))
+        _register(ops.backward, lambda grad_output, saved, is_result=True: _same_placement_everywhere(saved.ndim, 2))
     for gated in GATED.values():
         ops = gated.ops
-        register_sharding(ops.merged)(lambda x: _same_placement_everywhere(x.ndim, 1, sharded_dims=x.ndim - 1))
-        register_sharding(ops.merged_backward)(
-            lambda grad_output, x: _same_placement_everywhere(x.ndim, 2, sharded_dims=x.ndim - 1)
+        _register(ops.merged, lambda x: _same_placement_everywhere(x.ndim, 1, sharded_dims=x.ndim - 1))
+        _register(
+            ops.merged_backward, lambda grad_output, x: _same_placement_everywhere(x.ndim, 2, sharded_dims=x.ndim - 1)
         )
-        register_sharding(ops.pair)(lambda gate, up: _same_placement_everywhere(gate.ndim, 2))
-        register_sharding(ops.pair_backward)(
-            lambda grad_output, gate, up: _same_placement_everywhere(gate.ndim, 3, outputs=2)
-        )
-        register_sharding(ops.merged_out)(_out_rules(ops.merged_out, last_dim_sharded=False))
-        register_sharding(ops.pair_out)(_out_rules(ops.pair_out))
-        for out in (ops.merged_out, ops.pair_out):
-            _key_cache_on_out(out)
-    register_sharding(act._selu_alpha_dropout.default)(_refuse_random("selu_alpha_dropout"))
-    register_sharding(act.selu_alpha_dropout_backward.default)(_refuse_random("selu_alpha_dropout_backward"))
+        _register(ops.pair, lambda gate, up: _same_placement_everywhere(gate.ndim, 2))
+        _register(ops.pair_backward, lambda grad_output, gate, up: _same_placement_everywhere(gate.ndim, 3, outputs=2))
+        _register(ops.merged_out, _out_rules(ops.merged_out, last_dim_sharded=False))
+        _register(ops.pair_out, _out_rules(ops.pair_out))
+    _register(act._selu_alpha_dropout.default, _refuse_random("selu_alpha_dropout"))
+    _register(act.selu_alpha_dropout_backward.default, _refuse_random("selu_alpha_dropout_backward"))

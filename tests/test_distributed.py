@@ -78,6 +78,7 @@ def checks(rank: int) -> None:
         dropout_checks(dx, x)
     cross_mesh_checks(mesh, x)
     gated_checks(mesh)
+    empty_shard_checks(mesh)
 
 
 def gated_checks(mesh) -> None:
@@ -120,6 +121,44 @@ def gated_checks(mesh) -> None:
             else:
                 assert ops.merged_out(dx, out=out) is out and out.placements == (placement,)
                 torch.testing.assert_close(out.full_tensor(), expected)
+
+
+def empty_shard_checks(mesh) -> None:
+    """A dimension of fewer elements than ranks (as the one-token step of sequence-parallel decoding shards): its
+    input keeps its placement, the last rank's shard empty, as under torch's own pointwise ops, in every form."""
+    from torch.distributed.tensor import Shard, distribute_tensor
+
+    x = torch.randn(1, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+    leaf = distribute_tensor(x, mesh, [Shard(0)]).requires_grad_()
+    y = torch.relu(leaf)  # torch's own rules
+    (grad,) = torch.autograd.grad(y, leaf, y.detach() + 1)
+    assert y.placements == grad.placements == (Shard(0),)
+    for op in ACTIVATIONS:
+        dx = distribute_tensor(x, mesh, [Shard(0)])
+        leaf = dx.detach().requires_grad_()
+        y = getattr(torch.ops.act, op)(leaf)
+        assert y.placements == (Shard(0),), (op, y.placements)
+        torch.testing.assert_close(y.full_tensor(), ACTIVATIONS[op].torch_forward(x))
+        (grad,) = torch.autograd.grad(y, leaf, y.detach() + 1)  # a gradient laid out as y
+        assert grad.placements == (Shard(0),), (op, grad.placements)
+        target = dx.detach().clone()
+        getattr(torch.ops.act, op + "_")(target)
+        assert target.placements == (Shard(0),)
+        torch.testing.assert_close(target.full_tensor(), ACTIVATIONS[op].torch_forward(x))
+        out = distribute_tensor(torch.full_like(x, 7.0), mesh, [Shard(0)])
+        assert getattr(torch.ops.act, op)(dx, out=out) is out and out.placements == (Shard(0),)
+        torch.testing.assert_close(out.full_tensor(), ACTIVATIONS[op].torch_forward(x))
+    gate, up = x[:, :2].contiguous(), x[:, 2:].contiguous()
+    for gated in GATED.values():
+        ops = gated.ops
+        merged = ops.merged(distribute_tensor(x, mesh, [Shard(0)]))
+        pair = ops.pair(*(distribute_tensor(t, mesh, [Shard(0)]) for t in (gate, up)))
+        for y in (merged, pair):
+            assert y.placements == (Shard(0),), (gated.name, y.placements)
+            torch.testing.assert_close(y.full_tensor(), ops.merged(x))
+        out = distribute_tensor(torch.full_like(gate, 7.0), mesh, [Shard(0)])
+        assert ops.merged_out(distribute_tensor(x, mesh, [Shard(0)]), out=out) is out
+        torch.testing.assert_close(out.full_tensor(), ops.merged(x))
 
 
 def dropout_checks(dx, x: torch.Tensor) -> None:
