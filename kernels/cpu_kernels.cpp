@@ -44,9 +44,9 @@ using RowOutputs = std::array<scalar_t*, OutputsOf<Op>::value>;
 // selu_backward at 2^22 against 0.86-0.93x). Their rows out of place run the x86-64-v3 copy even where
 // AVX-512 is, as ATen's clamp_min and threshold_backward do: on a Zen 4 core the 256-bit loop of two vectors an
 // iteration was ahead of the 512-bit one or level with it at every size (the probe above); in place, ReLU read 3%
-// slower with 256 bits. Their rows skip the prefetches, which the hardware's prefetchers make redundant for them: on Zen 4 they
-// made relu_ on 2^22 float64 elements 0.70-0.87x torch's (0.99-1.07x without). The 16-bit functors compare bits,
-// which AVX2 does in more steps.
+// slower with 256 bits. Their rows skip the prefetches, which the hardware's prefetchers make redundant for them:
+// on Zen 4 they made relu_ on 2^22 float64 elements 0.70-0.87x torch's (0.99-1.07x without). The 16-bit functors
+// compare bits, which AVX2 does in more steps.
 template <typename Op>
 struct MemoryBound : std::false_type {};
 template <typename T>
